@@ -1,0 +1,110 @@
+// merge_cpu.cc: CPU batched merge and co_rank on the shared merge-path core.
+// Tiles: each row's output is cut every MergePolicy::kTile elements (the CUDA kernels' tile), a
+// tile's A/B ranges come from co_rank at its two ends, and the tile is merged serially.
+#include "merge_cpu.h"
+
+#include <cstdint>
+
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+#include "parallel_for.h"
+
+namespace jax_mergepath {
+namespace {
+
+constexpr int64_t kSerialBelow = int64_t{1} << 17;  // elements; smaller merges use one thread
+
+template <typename Traits, PayloadKind kPayload, typename Value, int64_t kTile>
+void merge_rows(const MergeCall& call) {
+  using Bits = typename Traits::Bits;
+  const MergeLayout& layout = call.layout;
+  const Bits flip = direction_mask<Traits>(call.descending);
+  const Bits* a_all = static_cast<const Bits*>(call.a);
+  const Bits* b_all =
+      static_cast<const Bits*>(layout.mode == RowMode::kRuns ? call.a : call.b);
+  const Value* va_all = static_cast<const Value*>(call.a_values);
+  const Value* vb_all = static_cast<const Value*>(
+      layout.mode == RowMode::kRuns ? call.a_values : call.b_values);
+  Bits* out_all = static_cast<Bits*>(call.out);
+  const int64_t row_len = layout.row_length();
+  const int64_t tiles_per_row = (row_len + kTile - 1) / kTile;
+
+  parallel_for(layout.rows * tiles_per_row, kTile, kSerialBelow, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t row = t / tiles_per_row, tile = t % tiles_per_row;
+      const RowGeometry g = row_geometry(layout, row);
+      const Bits* a = a_all + g.a_offset;
+      const Bits* b = b_all + g.b_offset;
+      auto key_a = [&](int64_t i) { return directed_key<Traits>(a[i], flip); };
+      auto key_b = [&](int64_t j) { return directed_key<Traits>(b[j], flip); };
+      const int64_t k0 = tile * kTile;
+      const int64_t k1 = k0 + kTile < row_len ? k0 + kTile : row_len;
+      const int64_t i0 = co_rank(k0, g.m, g.n, g.mv, g.nv, key_a, key_b);
+      const int64_t i1 = clamp_split_end(
+          i0, k0, co_rank(k1, g.m, g.n, g.mv, g.nv, key_a, key_b), k1, g.m, g.n);
+      Bits* out = out_all + g.out_offset + k0;
+      serial_merge(i0, k0 - i0, i1, k1 - i1, g.mv, g.nv, k1 - k0, key_a, key_b,
+                   [&](int64_t c, bool from_b, int64_t src) {
+                     out[c] = from_b ? b[src] : a[src];
+                     if constexpr (kPayload == PayloadKind::kIndex) {
+                       static_cast<int32_t*>(call.out_payload)[g.out_offset + k0 + c] =
+                           static_cast<int32_t>(from_b ? g.m + src : src);
+                     } else if constexpr (kPayload == PayloadKind::kValue) {
+                       static_cast<Value*>(call.out_payload)[g.out_offset + k0 + c] =
+                           from_b ? vb_all[g.b_offset + src] : va_all[g.a_offset + src];
+                     }
+                   });
+    }
+  });
+}
+
+template <typename Traits, PayloadKind kPayload, typename Value>
+void merge_with_policy(const MergeCall& call) {
+  constexpr int kPayloadBytes = kPayload == PayloadKind::kNone ? 0 : int(sizeof(Value));
+  merge_rows<Traits, kPayload, Value,
+             MergePolicy<int(sizeof(typename Traits::Bits)), kPayloadBytes>::kTile>(call);
+}
+
+}  // namespace
+
+void merge_cpu(const MergeCall& call) {
+  visit_key_type(call.key_type, [&](auto traits) {
+    using Traits = decltype(traits);
+    switch (call.payload) {
+      case PayloadKind::kNone:
+        merge_with_policy<Traits, PayloadKind::kNone, uint8_t>(call);
+        break;
+      case PayloadKind::kIndex:
+        merge_with_policy<Traits, PayloadKind::kIndex, int32_t>(call);
+        break;
+      case PayloadKind::kValue:
+        visit_payload_bits(call.value_bytes, [&](auto value) {
+          merge_with_policy<Traits, PayloadKind::kValue, decltype(value)>(call);
+        });
+        break;
+    }
+  });
+}
+
+void co_rank_cpu(const CoRankCall& call) {
+  visit_key_type(call.key_type, [&](auto traits) {
+    using Traits = decltype(traits);
+    using Bits = typename Traits::Bits;
+    const Bits flip = direction_mask<Traits>(call.descending);
+    const int64_t total = call.rows * call.queries;
+    parallel_for(total, 32, kSerialBelow, [&](int64_t begin, int64_t end) {
+      for (int64_t q = begin; q < end; ++q) {
+        const int64_t row = q / call.queries;
+        const Bits* a = static_cast<const Bits*>(call.a) + row * call.m;
+        const Bits* b = static_cast<const Bits*>(call.b) + row * call.n;
+        auto key_a = [&](int64_t i) { return directed_key<Traits>(a[i], flip); };
+        auto key_b = [&](int64_t j) { return directed_key<Traits>(b[j], flip); };
+        const int64_t k = clamp_length(call.k[q], call.m + call.n);
+        call.out[q] = static_cast<int32_t>(
+            co_rank(k, call.m, call.n, call.m, call.n, key_a, key_b));
+      }
+    });
+  });
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,193 @@
+// common.h: what the CPU and CUDA FFI handlers share: the DataType -> KeyType table, and the
+// decoding + validation of a merge / co_rank call's buffers into the plain MergeCall / CoRankCall
+// of merge_args.h. Shapes are (rows..., length): every leading dimension is a batch row.
+// Handlers return ffi::Error, never throw.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "jax_mergepath/merge_args.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace jax_mergepath {
+
+namespace ffi = xla::ffi;
+
+// The one DataType table of the handlers.
+inline KeyType key_type_of(ffi::DataType t) {
+  switch (t) {
+    case ffi::DataType::PRED: return KeyType::kBool;
+    case ffi::DataType::U8: return KeyType::kU8;
+    case ffi::DataType::U16: return KeyType::kU16;
+    case ffi::DataType::U32: return KeyType::kU32;
+    case ffi::DataType::U64: return KeyType::kU64;
+    case ffi::DataType::S8: return KeyType::kS8;
+    case ffi::DataType::S16: return KeyType::kS16;
+    case ffi::DataType::S32: return KeyType::kS32;
+    case ffi::DataType::S64: return KeyType::kS64;
+    case ffi::DataType::F16: return KeyType::kF16;
+    case ffi::DataType::BF16: return KeyType::kBF16;
+    case ffi::DataType::F32: return KeyType::kF32;
+    case ffi::DataType::F64: return KeyType::kF64;
+    default: return KeyType::kInvalid;
+  }
+}
+
+struct RowShape {
+  int64_t rows = 1;
+  int64_t length = 0;
+};
+
+// Rows = product of all but the last dimension; length = the last dimension.
+inline ffi::ErrorOr<RowShape> row_shape(const ffi::AnyBuffer& buf, const char* name) {
+  const auto dims = buf.dimensions();
+  if (dims.size() < 1) {
+    return ffi::Unexpected(ffi::Error::InvalidArgument(std::string(name) + " must be >= 1-d"));
+  }
+  RowShape s;
+  for (size_t d = 0; d + 1 < dims.size(); ++d) s.rows *= dims[d];
+  s.length = dims.back();
+  return s;
+}
+
+inline ffi::Error invalid(const std::string& op, const std::string& what) {
+  return ffi::Error::InvalidArgument("jax_mergepath." + op + ": " + what);
+}
+
+// Decodes a merge call. Operands: a, b, a_valid (int32 rows), b_valid (int32 rows), then the
+// values (payload 2: two arrays). Results: out, then the payload output (payload 1 or 2).
+// runs=true: a holds rows of [A | B], a_valid holds the split; b / b_valid are ignored.
+inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
+                                            ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
+                                            const ffi::RemainingArgs& values,
+                                            ffi::Result<ffi::AnyBuffer> out,
+                                            const ffi::RemainingRets& extra, bool descending,
+                                            int64_t payload, bool runs) {
+  MergeCall call{};
+  const std::string op = runs ? "merge_runs" : "merge";
+  call.key_type = key_type_of(a.element_type());
+  if (call.key_type == KeyType::kInvalid) {
+    return ffi::Unexpected(invalid(op, "unsupported key dtype"));
+  }
+  if (!runs && b.element_type() != a.element_type()) {
+    return ffi::Unexpected(invalid(op, "a and b must have the same dtype"));
+  }
+  if (a_valid.element_type() != ffi::DataType::S32 ||
+      b_valid.element_type() != ffi::DataType::S32) {
+    return ffi::Unexpected(invalid(op, "lengths must be int32"));
+  }
+  auto as = row_shape(a, "a");
+  auto bs = row_shape(b, "b");
+  auto os = row_shape(*out, "out");
+  if (!as.has_value()) return ffi::Unexpected(as.error());
+  if (!bs.has_value()) return ffi::Unexpected(bs.error());
+  if (!os.has_value()) return ffi::Unexpected(os.error());
+  call.descending = descending;
+  call.a = a.untyped_data();
+  call.b = b.untyped_data();
+  call.out = out->untyped_data();
+  call.layout.rows = as->rows;
+  call.layout.a_valid = a_valid.typed_data<int32_t>();
+  if (runs) {
+    call.layout.mode = RowMode::kRuns;
+    call.layout.m = as->length;
+    call.layout.n = 0;
+    call.layout.b_valid = nullptr;
+  } else {
+    call.layout.mode = RowMode::kSeparate;
+    call.layout.m = as->length;
+    call.layout.n = bs->length;
+    call.layout.b_valid = b_valid.typed_data<int32_t>();
+    if (bs->rows != as->rows) return ffi::Unexpected(invalid(op, "a and b batch rows differ"));
+    if (static_cast<int64_t>(b_valid.element_count()) != as->rows) {
+      return ffi::Unexpected(invalid(op, "b_length must have one entry per row"));
+    }
+  }
+  if (static_cast<int64_t>(a_valid.element_count()) != as->rows) {
+    return ffi::Unexpected(invalid(op, "a_length/split must have one entry per row"));
+  }
+  if (os->rows != as->rows || os->length != call.layout.row_length() ||
+      out->element_type() != a.element_type()) {
+    return ffi::Unexpected(invalid(op, "output shape or dtype mismatch"));
+  }
+  if (call.layout.row_length() >= (int64_t{1} << 31)) {
+    return ffi::Unexpected(invalid(op, "merged axis too long for int32 indices"));
+  }
+  call.payload = static_cast<PayloadKind>(payload);
+  const size_t want_values = call.payload == PayloadKind::kValue ? (runs ? 1 : 2) : 0;
+  const size_t want_extra = call.payload == PayloadKind::kNone ? 0 : 1;
+  if (payload < 0 || payload > 2 || values.size() != want_values || extra.size() < want_extra) {
+    return ffi::Unexpected(invalid(op, "payload operands do not match the payload kind"));
+  }
+  if (want_extra) {
+    auto p = extra.get<ffi::AnyBuffer>(0);
+    if (!p.has_value()) return ffi::Unexpected(p.error());
+    call.out_payload = (*p)->untyped_data();
+    if ((*p)->element_count() != out->element_count()) {
+      return ffi::Unexpected(invalid(op, "payload output shape mismatch"));
+    }
+    if (call.payload == PayloadKind::kIndex && (*p)->element_type() != ffi::DataType::S32) {
+      return ffi::Unexpected(invalid(op, "indices must be int32"));
+    }
+  }
+  if (call.payload == PayloadKind::kValue) {
+    auto va = values.get<ffi::AnyBuffer>(0);
+    if (!va.has_value()) return ffi::Unexpected(va.error());
+    call.a_values = va->untyped_data();
+    call.value_bytes = static_cast<int>(ffi::ByteWidth(va->element_type()));
+    if (va->element_count() != a.element_count()) {
+      return ffi::Unexpected(invalid(op, "values must have the shape of their keys"));
+    }
+    if (!runs) {
+      auto vb = values.get<ffi::AnyBuffer>(1);
+      if (!vb.has_value()) return ffi::Unexpected(vb.error());
+      call.b_values = vb->untyped_data();
+      if (vb->element_count() != b.element_count() ||
+          vb->element_type() != va->element_type()) {
+        return ffi::Unexpected(invalid(op, "b_values must match b's shape and a_values' dtype"));
+      }
+    }
+    const int vb_bytes = call.value_bytes;
+    if (vb_bytes != 1 && vb_bytes != 2 && vb_bytes != 4 && vb_bytes != 8) {
+      return ffi::Unexpected(invalid(op, "values must be 1, 2, 4 or 8 bytes wide"));
+    }
+  }
+  return call;
+}
+
+// Decodes a co_rank call: k (rows..., q) int32, a (rows..., m), b (rows..., n) -> out like k.
+inline ffi::ErrorOr<CoRankCall> decode_co_rank(ffi::AnyBuffer k, ffi::AnyBuffer a,
+                                               ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out,
+                                               bool descending) {
+  CoRankCall call{};
+  call.key_type = key_type_of(a.element_type());
+  if (call.key_type == KeyType::kInvalid || b.element_type() != a.element_type()) {
+    return ffi::Unexpected(invalid("co_rank", "unsupported or mismatched key dtypes"));
+  }
+  if (k.element_type() != ffi::DataType::S32 || out->element_type() != ffi::DataType::S32) {
+    return ffi::Unexpected(invalid("co_rank", "k and the result must be int32"));
+  }
+  auto ks = row_shape(k, "k");
+  auto as = row_shape(a, "a");
+  auto bs = row_shape(b, "b");
+  if (!ks.has_value() || !as.has_value() || !bs.has_value()) {
+    return ffi::Unexpected(invalid("co_rank", "inputs must be >= 1-d"));
+  }
+  if (ks->rows != as->rows || bs->rows != as->rows ||
+      out->element_count() != k.element_count()) {
+    return ffi::Unexpected(invalid("co_rank", "batch rows differ"));
+  }
+  call.descending = descending;
+  call.rows = as->rows;
+  call.queries = ks->length;
+  call.m = as->length;
+  call.n = bs->length;
+  call.k = k.typed_data<int32_t>();
+  call.a = a.untyped_data();
+  call.b = b.untyped_data();
+  call.out = out->typed_data<int32_t>();
+  return call;
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,71 @@
+// cpu_module.cc: XLA FFI handlers for the CPU backend and the nanobind module `_cpu` that hands
+// their capsules to Python (registered for platform "cpu" by jax_mergepath/_ffi.py).
+#include <nanobind/nanobind.h>
+
+#include "../cpu/merge_cpu.h"
+#include "common.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+namespace {
+
+ffi::Error MergeCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer a_valid,
+                        ffi::AnyBuffer b_valid, ffi::RemainingArgs values,
+                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
+                        bool descending, int64_t payload, bool runs) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs);
+  if (!call.has_value()) return call.error();
+  merge_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error CoRankCpuImpl(ffi::AnyBuffer k, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                         ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_co_rank(k, a, b, out, descending);
+  if (!call.has_value()) return call.error();
+  co_rank_cpu(*call);
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cpu, MergeCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .RemainingRets()
+                                  .Attr<bool>("descending")
+                                  .Attr<int64_t>("payload")
+                                  .Attr<bool>("runs"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_co_rank_cpu, CoRankCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<bool>("descending"));
+
+}  // namespace jax_mergepath
+
+namespace nb = nanobind;
+
+template <typename Fn>
+static nb::capsule capsule_of(Fn* fn) {
+  return nb::capsule(reinterpret_cast<void*>(fn));
+}
+
+NB_MODULE(_cpu, m) {
+  m.def("registrations", []() {
+    nb::dict d;
+    d["jmp_merge"] = capsule_of(jax_mergepath::jmp_merge_cpu);
+    d["jmp_co_rank"] = capsule_of(jax_mergepath::jmp_co_rank_cpu);
+    return d;
+  });
+  m.def("merge_workspace_elements", &jax_mergepath::merge_workspace_elements,
+        "int32 elements of the CUDA merge's partition workspace");
+}

@@ -1,0 +1,51 @@
+// key_types.h: the dispatch table from a runtime key type to its ordering traits.
+// Adding a key dtype is one enum entry here, one case in visit_key_type, and one line in the
+// handlers' DataType table (ffi/handlers/common.h).
+#pragma once
+
+#include <cstdint>
+
+#include "jax_mergepath/ordering.h"
+
+namespace jax_mergepath {
+
+enum class KeyType : int {
+  kBool, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64, kF16, kBF16, kF32, kF64, kInvalid
+};
+
+// Calls f(Traits{}) for the key type's traits; returns f's result. kInvalid is never visited
+// (handlers reject it first); it falls back to U8Key only to keep the switch total.
+template <typename F>
+auto visit_key_type(KeyType type, F&& f) {
+  switch (type) {
+    case KeyType::kBool: return f(BoolKey{});
+    case KeyType::kU16: return f(U16Key{});
+    case KeyType::kU32: return f(U32Key{});
+    case KeyType::kU64: return f(U64Key{});
+    case KeyType::kS8: return f(S8Key{});
+    case KeyType::kS16: return f(S16Key{});
+    case KeyType::kS32: return f(S32Key{});
+    case KeyType::kS64: return f(S64Key{});
+    case KeyType::kF16: return f(F16Key{});
+    case KeyType::kBF16: return f(BF16Key{});
+    case KeyType::kF32: return f(F32Key{});
+    case KeyType::kF64: return f(F64Key{});
+    case KeyType::kU8:
+    case KeyType::kInvalid:
+    default: return f(U8Key{});
+  }
+}
+
+// Unsigned integer of a payload's byte width (payloads move as raw bits).
+template <typename F>
+auto visit_payload_bits(int bytes, F&& f) {
+  switch (bytes) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 8: return f(uint64_t{});
+    case 4:
+    default: return f(uint32_t{});
+  }
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,75 @@
+// ordering.h: the one key order of SPEC.md, as a map from a key's bits to an unsigned integer
+// whose unsigned order is the key order.
+//
+// Contract (for every key type):
+//   * NaN (any payload, any sign) is greater than everything, including +inf ("NaN last");
+//   * -0.0 and +0.0 map to the same integer (equal keys, so ties keep input order);
+//   * descending order is the bitwise complement of the ascending integer (NaN first then);
+//   * the integer is used only to COMPARE; kernels move the original bits, so -0.0 and NaN
+//     payloads survive a merge unchanged.
+#pragma once
+
+#include <cstdint>
+
+#include "jax_mergepath/host_device.h"
+
+namespace jax_mergepath {
+
+enum class KeyKind { kUnsigned, kSigned, kFloat };
+
+// Traits of one key dtype: its storage bits and how they order.
+template <typename BitsT, KeyKind kKind, int kExponentBits = 0>
+struct KeyTraits {
+  using Bits = BitsT;
+  static constexpr KeyKind kind = kKind;
+  static constexpr int kBitWidth = 8 * static_cast<int>(sizeof(Bits));
+  static constexpr Bits kSign = static_cast<Bits>(Bits(1) << (kBitWidth - 1));
+  static constexpr Bits kAllOnes = static_cast<Bits>(~Bits(0));
+  // Bits of +inf: all exponent bits set, mantissa zero (only meaningful for kFloat).
+  static constexpr Bits kInfBits =
+      kExponentBits == 0
+          ? Bits(0)
+          : static_cast<Bits>(((Bits(1) << kExponentBits) - 1) << (kBitWidth - 1 - kExponentBits));
+
+  // Ascending order key: unsigned comparison of the result is the SPEC's key order.
+  static JMP_HD Bits order_key(Bits b) {
+    if constexpr (kKind == KeyKind::kUnsigned) {
+      return b;
+    } else if constexpr (kKind == KeyKind::kSigned) {
+      return static_cast<Bits>(b ^ kSign);
+    } else {
+      const Bits magnitude = static_cast<Bits>(b & static_cast<Bits>(~kSign));
+      Bits k = (b & kSign) ? static_cast<Bits>(~b) : static_cast<Bits>(b | kSign);
+      k = magnitude == 0 ? kSign : k;         // -0.0 == +0.0
+      k = magnitude > kInfBits ? kAllOnes : k;  // every NaN after +inf
+      return k;
+    }
+  }
+};
+
+using BoolKey = KeyTraits<uint8_t, KeyKind::kUnsigned>;
+using U8Key = KeyTraits<uint8_t, KeyKind::kUnsigned>;
+using U16Key = KeyTraits<uint16_t, KeyKind::kUnsigned>;
+using U32Key = KeyTraits<uint32_t, KeyKind::kUnsigned>;
+using U64Key = KeyTraits<uint64_t, KeyKind::kUnsigned>;
+using S8Key = KeyTraits<uint8_t, KeyKind::kSigned>;
+using S16Key = KeyTraits<uint16_t, KeyKind::kSigned>;
+using S32Key = KeyTraits<uint32_t, KeyKind::kSigned>;
+using S64Key = KeyTraits<uint64_t, KeyKind::kSigned>;
+using F16Key = KeyTraits<uint16_t, KeyKind::kFloat, 5>;
+using BF16Key = KeyTraits<uint16_t, KeyKind::kFloat, 8>;
+using F32Key = KeyTraits<uint32_t, KeyKind::kFloat, 8>;
+using F64Key = KeyTraits<uint64_t, KeyKind::kFloat, 11>;
+
+// Order key in the requested direction: `flip` is 0 (ascending) or all ones (descending).
+template <typename Traits>
+JMP_HD typename Traits::Bits directed_key(typename Traits::Bits b, typename Traits::Bits flip) {
+  return static_cast<typename Traits::Bits>(Traits::order_key(b) ^ flip);
+}
+
+template <typename Traits>
+JMP_HD typename Traits::Bits direction_mask(bool descending) {
+  return descending ? Traits::kAllOnes : typename Traits::Bits(0);
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,57 @@
+# Assertion helpers shared by the merge test files: run one jax_mergepath call and compare every
+# output bit-exactly (values, indices, value pytrees) with the references of reference.py.
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax_mergepath as jmp
+import numpy as np
+from reference import (
+    assert_bits_equal,
+    ref_co_rank,
+    ref_merge,
+    ref_merge_by_key,
+    ref_merge_runs,
+)
+
+
+def check_merge(a: Any, b: Any, *, values_only_too: bool = False, **kw: Any) -> None:
+    """merge(a, b, return_indices=True, **kw) equals the reference, indices included (int32).
+    With values_only_too, also checks the plain call returns one array equal to the values."""
+    want_v, want_i = ref_merge(a, b, **kw)
+    got_v, got_i = jmp.merge(a, b, return_indices=True, **kw)
+    assert_bits_equal(got_v, want_v, f"merged values {kw}")
+    assert np.asarray(got_i).dtype == np.int32, np.asarray(got_i).dtype
+    assert_bits_equal(got_i, want_i, f"merge indices {kw}")
+    if values_only_too:
+        got = jmp.merge(a, b, **kw)
+        assert isinstance(got, jax.Array), type(got)
+        assert_bits_equal(got, want_v, f"merged values without indices {kw}")
+
+
+def check_merge_by_key(a_k: Any, b_k: Any, a_v: Any, b_v: Any, **kw: Any) -> None:
+    want_k, want_v = ref_merge_by_key(a_k, b_k, a_v, b_v, **kw)
+    got_k, got_v = jmp.merge_by_key(a_k, b_k, a_v, b_v, **kw)
+    assert_bits_equal(got_k, want_k, f"merge_by_key keys {kw}")
+    assert jax.tree.structure(got_v) == jax.tree.structure(want_v)
+    for g, w in zip(jax.tree.leaves(got_v), jax.tree.leaves(want_v), strict=True):
+        assert_bits_equal(g, w, f"merge_by_key values {kw}")
+
+
+def check_merge_runs(x: Any, split: Any, **kw: Any) -> None:
+    want_v, want_i = ref_merge_runs(x, split, **kw)
+    got_v, got_i = jmp.merge_runs(x, split, return_indices=True, **kw)
+    assert_bits_equal(got_v, want_v, f"merge_runs values split={split} {kw}")
+    assert np.asarray(got_i).dtype == np.int32, np.asarray(got_i).dtype
+    assert_bits_equal(got_i, want_i, f"merge_runs indices split={split} {kw}")
+    got = jmp.merge_runs(x, split, **kw)
+    assert_bits_equal(got, want_v, f"merge_runs without indices split={split} {kw}")
+
+
+def check_co_rank(k: Any, a: Any, b: Any, **kw: Any) -> None:
+    want = ref_co_rank(k, a, b, **kw)
+    got = np.asarray(jmp.co_rank(k, a, b, **kw))
+    assert got.shape == np.shape(k), (got.shape, np.shape(k))
+    assert np.issubdtype(got.dtype, np.integer), got.dtype
+    np.testing.assert_array_equal(got.astype(np.int64), want, err_msg=f"co_rank {kw}")
