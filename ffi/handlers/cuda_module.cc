@@ -1,0 +1,95 @@
+// cuda_module.cc: XLA FFI handlers for the CUDA backend and the nanobind module `_cuda`
+// (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and validate
+// buffers (common.h) and call the plain launch functions of ffi/cuda/; the stream is XLA's, the
+// partition workspace is the call's last result, nothing allocates or syncs (graph-safe).
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+#include "../cuda/merge_launch.h"
+#include "common.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+namespace {
+
+ffi::Error cuda_error(const char* op, cudaError_t err) {
+  return ffi::Error::Internal(std::string("jax_mergepath.") + op +
+                              ": CUDA error: " + cudaGetErrorString(err));
+}
+
+ffi::Error MergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                         ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
+                         ffi::RemainingArgs values, ffi::Result<ffi::AnyBuffer> out,
+                         ffi::RemainingRets extra, bool descending, int64_t payload, bool runs) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs);
+  if (!call.has_value()) return call.error();
+  // The workspace is the last result, after the payload output (if any).
+  auto ws = extra.get<ffi::AnyBuffer>(extra.size() - 1);
+  if (extra.empty() || !ws.has_value()) {
+    return invalid(runs ? "merge_runs" : "merge", "missing the partition workspace");
+  }
+  const int64_t need = merge_workspace_elements(
+      static_cast<int>(ffi::ByteWidth(a.element_type())), payload_bytes(*call), call->layout.rows,
+      call->layout.row_length());
+  if ((*ws)->element_type() != ffi::DataType::S32 ||
+      static_cast<int64_t>((*ws)->element_count()) < need ||
+      extra.size() != (call->payload == PayloadKind::kNone ? 1u : 2u)) {
+    return invalid(runs ? "merge_runs" : "merge", "workspace too small or misplaced");
+  }
+  if (cudaError_t err = merge_cuda(*call, (*ws)->typed_data<int32_t>(), stream);
+      err != cudaSuccess) {
+    return cuda_error(runs ? "merge_runs" : "merge", err);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error CoRankCudaImpl(cudaStream_t stream, ffi::AnyBuffer k, ffi::AnyBuffer a,
+                          ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_co_rank(k, a, b, out, descending);
+  if (!call.has_value()) return call.error();
+  if (cudaError_t err = co_rank_cuda(*call, stream); err != cudaSuccess) {
+    return cuda_error("co_rank", err);
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cuda, MergeCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .RemainingArgs()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .RemainingRets()
+                                  .Attr<bool>("descending")
+                                  .Attr<int64_t>("payload")
+                                  .Attr<bool>("runs"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_co_rank_cuda, CoRankCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<bool>("descending"),
+                              {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace jax_mergepath
+
+namespace nb = nanobind;
+
+NB_MODULE(_cuda, m) {
+  m.def("registrations", []() {
+    nb::dict d;
+    d["jmp_merge"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_merge_cuda));
+    d["jmp_co_rank"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_co_rank_cuda));
+    return d;
+  });
+}

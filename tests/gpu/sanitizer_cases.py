@@ -1,0 +1,50 @@
+"""A small GPU workload for compute-sanitizer (memcheck, racecheck): every kernel path once.
+
+Tiled and packed merges, every payload, descending, ragged rows, merge_runs and co_rank, on
+sizes around the tile size; checks results against numpy so a silent error also fails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_mergepath as jmp
+
+
+def check(got, want, what: str) -> None:
+    if not np.array_equal(np.asarray(got), np.asarray(want)):
+        print("MISMATCH", what)
+        sys.exit(2)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    assert jax.devices()[0].platform == "gpu", jax.devices()
+    for m, n, rows in [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (2816, 1, 2)]:
+        a = np.sort(rng.integers(0, 50, (rows, m)), axis=-1).astype(np.int32)
+        b = np.sort(rng.integers(0, 50, (rows, n)), axis=-1).astype(np.int32)
+        cat = np.concatenate([a, b], -1)
+        perm = np.argsort(cat, axis=-1, kind="stable")
+        out, idx = jmp.merge(a, b, return_indices=True)
+        check(idx, perm, f"merge idx {m},{n},{rows}")
+        k, v = jmp.merge_by_key(a, b, a.astype(np.float32), b.astype(np.float32))
+        check(v, np.take_along_axis(cat, perm, -1).astype(np.float32), "merge_by_key")
+        desc = jmp.merge(a[..., ::-1], b[..., ::-1], descending=True)
+        check(desc, np.sort(cat, axis=-1)[..., ::-1], "descending")
+        ragged = jmp.merge(a, b, a_length=m // 2, b_length=n // 3)
+        assert ragged.shape == (rows, m + n)
+        runs = jmp.merge_runs(np.sort(cat, -1), m // 2)
+        check(runs, np.sort(cat, -1), "merge_runs")
+        ks = jnp.broadcast_to(jnp.arange(0, m + n + 1, 97, dtype=jnp.int32), (rows, len(range(0, m + n + 1, 97))))
+        jax.block_until_ready(jmp.co_rank(ks, a, b))
+    unsorted = rng.integers(0, 1000, 10000).astype(np.int32)
+    jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
+    print("sanitizer cases OK")
+
+
+if __name__ == "__main__":
+    main()
