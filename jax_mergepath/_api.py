@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._primitives import Payload, co_rank_p, merge_p
+from jax_mergepath._primitives import Payload, co_rank_p, is_sorted_p, merge_p
 
 ArrayLike = Any
 PyTree = Any
@@ -324,15 +324,6 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     descending = _check_direction(descending, op)
     ax = _normalize_axis(axis, x.ndim, "x", op)
     xl = jnp.moveaxis(x, ax, -1)
-    if xl.dtype == jnp.bool_:
-        xl = xl.astype(np.uint8)
-    prev, nxt = xl[..., :-1], xl[..., 1:]
-    if jnp.issubdtype(xl.dtype, jnp.floating):
-        prev_nan, next_nan = jnp.isnan(prev), jnp.isnan(nxt)
-        if descending:
-            bad = (next_nan & ~prev_nan) | (nxt > prev)
-        else:
-            bad = (prev_nan & ~next_nan) | (nxt < prev)
-    else:
-        bad = (nxt > prev) if descending else (nxt < prev)
-    return ~jnp.any(bad, axis=-1)
+    if xl.size == 0 or xl.shape[-1] <= 1:
+        return jnp.ones(xl.shape[:-1], jnp.bool_)
+    return is_sorted_p.bind(xl, descending=descending)

@@ -10,6 +10,7 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs) -> [out, pay
   va (*B, m), vb (*B, n)). runs=True: a == b == x (*B, d), a_valid == b_valid == split; the
   kernel reads only a. out is (*B, m + n) (runs: (*B, d)).
 co_rank_p(k, a, b, descending) -> i: k int32 (*B, q), a (*B, m), b (*B, n); i int32 (*B, q).
+is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
 """
 
 from __future__ import annotations
@@ -158,41 +159,42 @@ def _merge_jvp(primals, tangents, *, descending, payload, runs):
 ad.primitive_jvps[merge_p] = _merge_jvp
 
 
-# ---------------------------------------------------------------- co_rank_p
-
-co_rank_p = Primitive("jmp_co_rank")
-
-
-def _co_rank_abstract_eval(k, a, b, *, descending):
-    del a, b, descending
-    return ShapedArray(k.shape, np.int32)
+# ---------------------------------------------------------------- query primitives
+# co_rank_p and is_sorted_p: one integer/bool output, no tangent, rows batched like merge_p.
 
 
-co_rank_p.def_abstract_eval(_co_rank_abstract_eval)
-co_rank_p.def_impl(_eager_impl(co_rank_p))
+def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
+    prim = Primitive(name)
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(_eager_impl(prim))
+
+    def lowering(ctx, *args, descending):
+        return jax.ffi.ffi_lowering(target)(ctx, *args, descending=descending)
+
+    mlir.register_lowering(prim, lowering, platform="cpu")
+    mlir.register_lowering(prim, lowering, platform="cuda")
+
+    def batching_rule(args, dims, *, descending):
+        size = _batch_size(args, dims)
+        moved = [_move_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
+        return prim.bind(*moved, descending=descending), 0
+
+    batching.primitive_batchers[prim] = batching_rule
+
+    def jvp(primals, tangents, *, descending):
+        del tangents
+        out = prim.bind(*primals, descending=descending)
+        return out, ad.Zero(jax.typeof(out).to_tangent_aval())
+
+    ad.primitive_jvps[prim] = jvp
+    return prim
 
 
-def _co_rank_lowering(ctx, k, a, b, *, descending):
-    return jax.ffi.ffi_lowering("jmp_co_rank")(ctx, k, a, b, descending=descending)
-
-
-mlir.register_lowering(co_rank_p, _co_rank_lowering, platform="cpu")
-mlir.register_lowering(co_rank_p, _co_rank_lowering, platform="cuda")
-
-
-def _co_rank_batching_rule(args, dims, *, descending):
-    size = _batch_size(args, dims)
-    moved = [_move_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
-    return co_rank_p.bind(*moved, descending=descending), 0
-
-
-batching.primitive_batchers[co_rank_p] = _co_rank_batching_rule
-
-
-def _co_rank_jvp(primals, tangents, *, descending):
-    del tangents
-    out = co_rank_p.bind(*primals, descending=descending)
-    return out, ad.Zero(jax.typeof(out).to_tangent_aval())
-
-
-ad.primitive_jvps[co_rank_p] = _co_rank_jvp
+co_rank_p = _query_primitive(
+    "jmp_co_rank", "jmp_co_rank",
+    lambda k, a, b, *, descending: ShapedArray(k.shape, np.int32),
+)
+is_sorted_p = _query_primitive(
+    "jmp_is_sorted", "jmp_is_sorted",
+    lambda x, *, descending: ShapedArray(x.shape[:-1], np.bool_),
+)

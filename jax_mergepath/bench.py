@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"device-to-device copy: {copy_bps / 1e12:.2f} TB/s ({copy_name}, 1 GiB, read+write)")
     print(f"{'case':<28} {'time':>13} {'bandwidth':>13} {'of copy':>11}  speedup")
     rows: list = []
-    sizes = [20, 27] if args.quick else list(range(args.min_log2, args.max_log2 + 1, 2))
+    sizes = [20, 27] if args.quick else sorted(
+        {*range(args.min_log2, args.max_log2 + 1, 2), *([27] if args.max_log2 >= 27 else [])})
     dtypes = [jnp.int32] if args.quick else [jnp.int32, jnp.float32, jnp.int64]
     for log2 in sizes:
         for dtype in dtypes:

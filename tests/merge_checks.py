@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax_mergepath as jmp
 import numpy as np
 from reference import (
     assert_bits_equal,
@@ -14,6 +13,14 @@ from reference import (
     ref_merge_by_key,
     ref_merge_runs,
 )
+
+import jax_mergepath as jmp
+
+# Merge tiles of ffi/include/jax_mergepath/tuning.h today: 256 threads x {11, 9, 7, 5} items for
+# key + payload bytes {<= 4, <= 8, <= 12, <= 16}. Rows up to a tile long are packed (at most 256
+# per tile); longer rows are cut into tiles. Output lengths around 1 and 2 tiles, +-1.
+MERGE_TILES = (1280, 1792, 2304, 2816)
+TILE_TOTALS = sorted({t * k + d for t in MERGE_TILES for k in (1, 2) for d in (-1, 0, 1)})
 
 
 def check_merge(a: Any, b: Any, *, values_only_too: bool = False, **kw: Any) -> None:

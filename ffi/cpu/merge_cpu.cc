@@ -29,7 +29,10 @@ void merge_rows(const MergeCall& call) {
   const int64_t row_len = layout.row_length();
   const int64_t tiles_per_row = (row_len + kTile - 1) / kTile;
 
+  // A thread walks consecutive tiles; a tile's end split is found in [start, start + tile]
+  // (it lies there for sorted input) and becomes the next tile's start split.
   parallel_for(layout.rows * tiles_per_row, kTile, kSerialBelow, [&](int64_t begin, int64_t end) {
+    int64_t carried_row = -1, carried_split = 0;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t row = t / tiles_per_row, tile = t % tiles_per_row;
       const RowGeometry g = row_geometry(layout, row);
@@ -39,9 +42,14 @@ void merge_rows(const MergeCall& call) {
       auto key_b = [&](int64_t j) { return directed_key<Traits>(b[j], flip); };
       const int64_t k0 = tile * kTile;
       const int64_t k1 = k0 + kTile < row_len ? k0 + kTile : row_len;
-      const int64_t i0 = co_rank(k0, g.m, g.n, g.mv, g.nv, key_a, key_b);
-      const int64_t i1 = clamp_split_end(
-          i0, k0, co_rank(k1, g.m, g.n, g.mv, g.nv, key_a, key_b), k1, g.m, g.n);
+      const int64_t i0 = carried_row == row ? carried_split
+                                            : co_rank(k0, g.m, g.n, g.mv, g.nv, key_a, key_b);
+      const int64_t lo = i0 > co_rank_lower(k1, g.n) ? i0 : co_rank_lower(k1, g.n);
+      const int64_t hi_tile = i0 + (k1 - k0);
+      const int64_t hi = hi_tile < co_rank_upper(k1, g.m) ? hi_tile : co_rank_upper(k1, g.m);
+      const int64_t i1 = co_rank_between(k1, lo, hi, g.mv, g.nv, key_a, key_b);
+      carried_row = row;
+      carried_split = i1;
       Bits* out = out_all + g.out_offset + k0;
       serial_merge(i0, k0 - i0, i1, k1 - i1, g.mv, g.nv, k1 - k0, key_a, key_b,
                    [&](int64_t c, bool from_b, int64_t src) {
@@ -102,6 +110,22 @@ void co_rank_cpu(const CoRankCall& call) {
         const int64_t k = clamp_length(call.k[q], call.m + call.n);
         call.out[q] = static_cast<int32_t>(
             co_rank(k, call.m, call.n, call.m, call.n, key_a, key_b));
+      }
+    });
+  });
+}
+
+void is_sorted_cpu(const IsSortedCall& call) {
+  visit_key_type(call.key_type, [&](auto traits) {
+    using Traits = decltype(traits);
+    using Bits = typename Traits::Bits;
+    const Bits flip = direction_mask<Traits>(call.descending);
+    parallel_for(call.rows, call.length, kSerialBelow, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const Bits* x = static_cast<const Bits*>(call.x) + row * call.length;
+        uint8_t ok = 1;
+        for (int64_t c = 0; ok && c + 1 < call.length; ++c) ok = in_order<Traits>(x[c], x[c + 1], flip);
+        call.out[row] = ok;
       }
     });
   });

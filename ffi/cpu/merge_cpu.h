@@ -10,5 +10,6 @@ namespace jax_mergepath {
 
 void merge_cpu(const MergeCall& call);
 void co_rank_cpu(const CoRankCall& call);
+void is_sorted_cpu(const IsSortedCall& call);
 
 }  // namespace jax_mergepath

@@ -14,5 +14,6 @@ namespace jax_mergepath {
 
 cudaError_t merge_cuda(const MergeCall& call, int32_t* workspace, cudaStream_t stream);
 cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream);
+cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream);
 
 }  // namespace jax_mergepath

@@ -190,4 +190,27 @@ inline ffi::ErrorOr<CoRankCall> decode_co_rank(ffi::AnyBuffer k, ffi::AnyBuffer 
   return call;
 }
 
+// Decodes an is_sorted call: x (rows..., length) -> out (rows...) bool.
+inline ffi::ErrorOr<IsSortedCall> decode_is_sorted(ffi::AnyBuffer x,
+                                                   ffi::Result<ffi::AnyBuffer> out,
+                                                   bool descending) {
+  IsSortedCall call{};
+  call.key_type = key_type_of(x.element_type());
+  if (call.key_type == KeyType::kInvalid) {
+    return ffi::Unexpected(invalid("is_sorted", "unsupported key dtype"));
+  }
+  auto xs = row_shape(x, "x");
+  if (!xs.has_value()) return ffi::Unexpected(xs.error());
+  if (out->element_type() != ffi::DataType::PRED ||
+      static_cast<int64_t>(out->element_count()) != xs->rows) {
+    return ffi::Unexpected(invalid("is_sorted", "the result must be bool, one per row"));
+  }
+  call.descending = descending;
+  call.rows = xs->rows;
+  call.length = xs->length;
+  call.x = x.untyped_data();
+  call.out = static_cast<uint8_t*>(out->untyped_data());
+  return call;
+}
+
 }  // namespace jax_mergepath

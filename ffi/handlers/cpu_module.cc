@@ -27,7 +27,20 @@ ffi::Error CoRankCpuImpl(ffi::AnyBuffer k, ffi::AnyBuffer a, ffi::AnyBuffer b,
   return ffi::Error::Success();
 }
 
+ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_is_sorted(x, out, descending);
+  if (!call.has_value()) return call.error();
+  is_sorted_cpu(*call);
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_is_sorted_cpu, IsSortedCpuImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<bool>("descending"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cpu, MergeCpuImpl,
                               ffi::Ffi::Bind()
@@ -64,6 +77,7 @@ NB_MODULE(_cpu, m) {
     nb::dict d;
     d["jmp_merge"] = capsule_of(jax_mergepath::jmp_merge_cpu);
     d["jmp_co_rank"] = capsule_of(jax_mergepath::jmp_co_rank_cpu);
+    d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
     return d;
   });
   m.def("merge_workspace_elements", &jax_mergepath::merge_workspace_elements,

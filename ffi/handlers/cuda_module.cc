@@ -54,7 +54,25 @@ ffi::Error CoRankCudaImpl(cudaStream_t stream, ffi::AnyBuffer k, ffi::AnyBuffer 
   return ffi::Error::Success();
 }
 
+ffi::Error IsSortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer x,
+                            ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_is_sorted(x, out, descending);
+  if (!call.has_value()) return call.error();
+  if (cudaError_t err = is_sorted_cuda(*call, stream); err != cudaSuccess) {
+    return cuda_error("is_sorted", err);
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_is_sorted_cuda, IsSortedCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<bool>("descending"),
+                              {ffi::Traits::kCmdBufferCompatible});
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cuda, MergeCudaImpl,
                               ffi::Ffi::Bind()
@@ -90,6 +108,7 @@ NB_MODULE(_cuda, m) {
     nb::dict d;
     d["jmp_merge"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_merge_cuda));
     d["jmp_co_rank"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_co_rank_cuda));
+    d["jmp_is_sorted"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_is_sorted_cuda));
     return d;
   });
 }

@@ -45,4 +45,13 @@ struct CoRankCall {
   int32_t* out;
 };
 
+// is_sorted: out[row] = 1 iff row is sorted in the key order (directed), else 0.
+struct IsSortedCall {
+  KeyType key_type;
+  bool descending;
+  int64_t rows, length;
+  const void* x;
+  uint8_t* out;
+};
+
 }  // namespace jax_mergepath

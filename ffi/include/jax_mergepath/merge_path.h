@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "jax_mergepath/host_device.h"
+#include "jax_mergepath/ordering.h"
 
 namespace jax_mergepath {
 
@@ -74,13 +75,20 @@ JMP_HD bool b_first(Index i, Index j, Index mv, Index nv, const KeyA& key_a, con
   return key_b(j) < key_a(i);
 }
 
+// True iff `next` may follow `prev` in a sorted row (its directed order key is not smaller).
+template <typename Traits>
+JMP_HD bool in_order(typename Traits::Bits prev, typename Traits::Bits next,
+                     typename Traits::Bits flip) {
+  return !(directed_key<Traits>(next, flip) < directed_key<Traits>(prev, flip));
+}
+
 // Merge-path partition: the number of A elements among the first k outputs of merge(A, B),
-// A of length m (mv valid) and B of length n (nv valid). 0 <= k <= m + n.
+// A of length m (mv valid) and B of length n (nv valid), 0 <= k <= m + n, searched in
+// [lo, hi] (which must hold the answer: for sorted input any bounds from a neighbouring
+// diagonal's split do, e.g. [split(k - d), split(k - d) + d]).
 template <typename Index, typename KeyA, typename KeyB>
-JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& key_a,
-                     const KeyB& key_b) {
-  Index lo = k > n ? k - n : Index(0);
-  Index hi = k < m ? k : m;
+JMP_HD Index co_rank_between(Index k, Index lo, Index hi, Index mv, Index nv, const KeyA& key_a,
+                             const KeyB& key_b) {
   while (lo < hi) {
     const Index mid = lo + (hi - lo) / 2;
     // Does A[mid] precede B[k - 1 - mid]? Then more than mid elements of A are in the prefix.
@@ -91,6 +99,18 @@ JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& 
     }
   }
   return lo;
+}
+
+template <typename Index>
+JMP_HD Index co_rank_lower(Index k, Index n) { return k > n ? k - n : Index(0); }
+
+template <typename Index>
+JMP_HD Index co_rank_upper(Index k, Index m) { return k < m ? k : m; }
+
+template <typename Index, typename KeyA, typename KeyB>
+JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& key_a,
+                     const KeyB& key_b) {
+  return co_rank_between(k, co_rank_lower(k, n), co_rank_upper(k, m), mv, nv, key_a, key_b);
 }
 
 // Clamp a tile's end split so the tile reads disjoint, in-range parts of A and B even when the
@@ -106,16 +126,23 @@ JMP_HD Index clamp_split_end(Index i_begin, Index k_begin, Index i_end, Index k_
 
 // Stable serial merge of `count` outputs starting at split (i, j), never taking A past i_end or
 // B past j_end. emit(c, from_b, source) receives the c-th output's origin (source = i or j).
+// The current A and B keys are cached, so each output costs one key load and one comparison;
+// the decision is b_first's.
 template <typename Index, typename KeyA, typename KeyB, typename Emit>
 JMP_HD void serial_merge(Index i, Index j, Index i_end, Index j_end, Index mv, Index nv,
                          Index count, const KeyA& key_a, const KeyB& key_b, const Emit& emit) {
+  using Key = decltype(key_a(Index(0)));
+  Key ka = i < mv ? key_a(i) : Key(0);
+  Key kb = j < nv ? key_b(j) : Key(0);
   for (Index c = 0; c < count; ++c) {
-    const bool from_b = j < j_end && (i >= i_end || b_first(i, j, mv, nv, key_a, key_b));
+    const bool from_b = j < j_end && (i >= i_end || (j < nv && (i >= mv || kb < ka)));
     emit(c, from_b, from_b ? j : i);
     if (from_b) {
       ++j;
+      if (j < nv) kb = key_b(j);
     } else {
       ++i;
+      if (i < mv) ka = key_a(i);
     }
   }
 }

@@ -15,7 +15,7 @@ inline constexpr int kMaxRowsPerTile = 256;
 // (stride = items words) avoid bank conflicts.
 constexpr int merge_items_per_thread(int key_bytes, int payload_bytes) {
   const int bytes = key_bytes + payload_bytes;
-  return bytes <= 4 ? 11 : (bytes <= 8 ? 9 : 7);
+  return bytes <= 4 ? 11 : (bytes <= 8 ? 9 : (bytes <= 12 ? 7 : 5));
 }
 
 constexpr int64_t merge_tile(int key_bytes, int payload_bytes) {

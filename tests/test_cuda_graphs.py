@@ -1,0 +1,51 @@
+# GPU only: the CUDA handlers are marked command-buffer compatible, so XLA captures them into
+# CUDA graphs; results inside a graph must equal eager results. Runs in a subprocess because
+# XLA_FLAGS are read once, when the GPU backend starts.
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.requires_gpu
+
+SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numpy as np
+    import jax_mergepath as jmp
+    assert jax.devices()[0].platform == "gpu"
+    rng = np.random.default_rng(0)
+    a = np.sort(rng.integers(0, 1000, (4, 40000)), -1).astype(np.int32)
+    b = np.sort(rng.integers(0, 1000, (4, 30000)), -1).astype(np.int32)
+
+    def step(a, b):
+        out, idx = jmp.merge(a, b, return_indices=True)
+        k, v = jmp.merge_by_key(a, b, a.astype(jnp.float32), b.astype(jnp.float32))
+        ok = jmp.is_sorted(out)
+        return out + 1, idx, v * 2, ok
+
+    graph = jax.jit(step)(a, b)
+    want_out = np.sort(np.concatenate([a, b], -1), -1, kind="stable")
+    assert np.array_equal(np.asarray(graph[0]), want_out + 1)
+    perm = np.argsort(np.concatenate([a, b], -1), -1, kind="stable")
+    assert np.array_equal(np.asarray(graph[1]), perm)
+    assert np.array_equal(np.asarray(graph[2]), 2 * want_out.astype(np.float32))
+    assert bool(np.all(np.asarray(graph[3])))
+    print("GRAPH OK")
+    """
+)
+
+
+def test_merges_inside_cuda_graphs():
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "")
+        + " --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
+    )
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "GRAPH OK" in proc.stdout

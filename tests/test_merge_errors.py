@@ -1,0 +1,220 @@
+# Bad arguments raise at trace time (SPEC "Errors"): mismatched dtypes and unsupported (complex)
+# dtypes -> TypeError; 0-d inputs, axis out of range, mismatched batch shapes, lengths/splits of
+# the wrong shape, an axis too long for int32 indices -> ValueError. Each case is checked eagerly
+# and under jax.eval_shape (abstract inputs: nothing runs), and messages are checked loosely for
+# the argument's name.
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_mergepath as jmp
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+def _raises_both_ways(exc: type[Exception], match: str, fn: Callable, *specs: Any) -> None:
+    """fn raises exc (message matching) on abstract inputs and on concrete zero inputs."""
+    with pytest.raises(exc, match=match):
+        jax.eval_shape(fn, *specs)
+    concrete = [
+        jnp.zeros(s.shape, s.dtype) if isinstance(s, jax.ShapeDtypeStruct) else s for s in specs
+    ]
+    with pytest.raises(exc, match=match):
+        fn(*concrete)
+
+
+# -------------------------------------------------------------------------------------- merge
+
+MERGE_ERRORS = [
+    # (id, exception, match, a spec, b spec, kwargs)
+    ("dtype_f32_i32", TypeError, r"(?i)dtype", S((5,), F32), S((4,), I32), {}),
+    ("dtype_i32_i64", TypeError, r"(?i)dtype", S((5,), I32), S((4,), jnp.int64), {}),
+    ("dtype_f16_bf16", TypeError, r"(?i)dtype", S((5,), jnp.float16), S((4,), jnp.bfloat16), {}),
+    ("dtype_u32_i32", TypeError, r"(?i)dtype", S((5,), jnp.uint32), S((4,), I32), {}),
+    ("dtype_bool_u8", TypeError, r"(?i)dtype", S((5,), jnp.bool_), S((4,), jnp.uint8), {}),
+    ("complex64", TypeError, r"(?i)complex|dtype", S((5,), jnp.complex64),
+     S((4,), jnp.complex64), {}),
+    ("complex128", TypeError, r"(?i)complex|dtype", S((5,), jnp.complex128),
+     S((4,), jnp.complex128), {}),
+    ("a_0d", ValueError, r"\ba\b", S((), F32), S((4,), F32), {}),
+    ("b_0d", ValueError, r"\bb\b", S((5,), F32), S((), F32), {}),
+    ("both_0d", ValueError, r"\b[ab]\b", S((), F32), S((), F32), {}),
+    ("axis_too_big", ValueError, r"(?i)axis", S((2, 5), F32), S((2, 4), F32), {"axis": 2}),
+    ("axis_too_small", ValueError, r"(?i)axis", S((2, 5), F32), S((2, 4), F32), {"axis": -3}),
+    ("axis_1d", ValueError, r"(?i)axis", S((5,), F32), S((4,), F32), {"axis": 1}),
+    ("batch_mismatch", ValueError, r"(?i)batch|shape|dim", S((3, 5), F32), S((4, 5), F32), {}),
+    ("batch_mismatch_axis0", ValueError, r"(?i)batch|shape|dim", S((5, 3), F32),
+     S((5, 2), F32), {"axis": 0}),
+    ("ndim_mismatch", ValueError, r"(?i)dim|shape", S((5,), F32), S((1, 5), F32), {}),
+    ("a_length_shape", ValueError, r"a_length", S((3, 5), F32), S((3, 4), F32),
+     {"a_length": jnp.zeros((4,), I32)}),
+    ("b_length_shape", ValueError, r"b_length", S((3, 5), F32), S((3, 4), F32),
+     {"b_length": jnp.zeros((3, 2), I32)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "a", "b", "kw"),
+    [c[1:] for c in MERGE_ERRORS],
+    ids=[c[0] for c in MERGE_ERRORS],
+)
+def test_merge_bad_arguments(exc, match, a, b, kw):
+    _raises_both_ways(exc, match, functools.partial(jmp.merge, **kw), a, b)
+    _raises_both_ways(exc, match, functools.partial(jmp.merge, return_indices=True, **kw), a, b)
+
+
+def test_merge_errors_under_jit_and_vmap():
+    a, b = jnp.zeros((3, 5), F32), jnp.zeros((3, 4), I32)
+    with pytest.raises(TypeError, match=r"(?i)dtype"):
+        jax.jit(jmp.merge)(a, b)
+    with pytest.raises(TypeError, match=r"(?i)dtype"):
+        jax.vmap(jmp.merge)(a, b)
+    with pytest.raises(ValueError):
+        jax.vmap(jmp.merge)(jnp.zeros((3,), F32), jnp.zeros((3,), F32))  # 0-d per example
+    with pytest.raises(ValueError, match=r"(?i)axis"):
+        jax.jit(functools.partial(jmp.merge, axis=5))(a, a)
+
+
+@pytest.mark.parametrize(("m", "n"), [(2**31, 1), (2**30, 2**30), (2**31 - 1, 1)])
+def test_merge_axis_too_long_for_int32(m, n):
+    """An output axis of 2**31 or more elements: ValueError at trace time (eval_shape only)."""
+    with pytest.raises(ValueError):
+        jax.eval_shape(jmp.merge, S((m,), jnp.int8), S((n,), jnp.int8))
+    with pytest.raises(ValueError):
+        jax.eval_shape(
+            functools.partial(jmp.merge, return_indices=True),
+            S((2, m), jnp.int8),
+            S((2, n), jnp.int8),
+        )
+
+
+def test_merge_axis_just_fits_int32():
+    out, idx = jax.eval_shape(
+        functools.partial(jmp.merge, return_indices=True),
+        S((2**31 - 2,), jnp.int8),
+        S((1,), jnp.int8),
+    )
+    assert out.shape == (2**31 - 1,) and out.dtype == jnp.int8
+    assert idx.shape == (2**31 - 1,) and idx.dtype == jnp.int32
+
+
+# ------------------------------------------------------------------------------- merge_by_key
+
+MBK_ERRORS = [
+    ("key_dtype", TypeError, r"(?i)dtype",
+     (S((5,), F32), S((4,), I32), S((5,), F32), S((4,), F32)), {}),
+    ("complex_keys", TypeError, r"(?i)complex|dtype",
+     (S((5,), jnp.complex64), S((4,), jnp.complex64), S((5,), F32), S((4,), F32)), {}),
+    ("keys_0d", ValueError, r"a_keys|b_keys|key",
+     (S((), F32), S((4,), F32), S((), F32), S((4,), F32)), {}),
+    ("axis", ValueError, r"(?i)axis",
+     (S((2, 5), F32), S((2, 4), F32), S((2, 5), F32), S((2, 4), F32)), {"axis": 2}),
+    ("key_batch", ValueError, r"(?i)batch|shape|dim",
+     (S((3, 5), F32), S((2, 4), F32), S((3, 5), F32), S((2, 4), F32)), {}),
+    ("a_values_batch", ValueError, r"a_values|value",
+     (S((3, 5), F32), S((3, 4), F32), S((2, 5), F32), S((3, 4), F32)), {}),
+    ("b_values_length", ValueError, r"b_values|value",
+     (S((3, 5), F32), S((3, 4), F32), S((3, 5), F32), S((3, 6), F32)), {}),
+    ("values_fewer_dims", ValueError, r"a_values|value",
+     (S((3, 5), F32), S((3, 4), F32), S((5,), F32), S((3, 4), F32)), {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "specs", "kw"), [c[1:] for c in MBK_ERRORS], ids=[c[0] for c in MBK_ERRORS]
+)
+def test_merge_by_key_bad_arguments(exc, match, specs, kw):
+    _raises_both_ways(exc, match, functools.partial(jmp.merge_by_key, **kw), *specs)
+
+
+def test_merge_by_key_mismatched_value_trees():
+    k5, k4 = jnp.zeros(5, F32), jnp.zeros(4, F32)
+    with pytest.raises((ValueError, TypeError)):
+        jmp.merge_by_key(k5, k4, {"x": jnp.zeros(5)}, {"y": jnp.zeros(4)})
+    with pytest.raises((ValueError, TypeError)):
+        jmp.merge_by_key(k5, k4, (jnp.zeros(5), jnp.zeros(5)), (jnp.zeros(4),))
+
+
+# --------------------------------------------------------------------------------- merge_runs
+
+RUNS_ERRORS = [
+    ("x_0d", ValueError, r"\bx\b", S((), F32), 0, {}),
+    ("complex", TypeError, r"(?i)complex|dtype", S((5,), jnp.complex64), 2, {}),
+    ("axis", ValueError, r"(?i)axis", S((3, 5), F32), 2, {"axis": 2}),
+    ("axis_neg", ValueError, r"(?i)axis", S((3, 5), F32), 2, {"axis": -3}),
+    ("split_shape", ValueError, r"split", S((3, 5), F32), jnp.zeros((4,), I32), {}),
+    ("split_shape_axis0", ValueError, r"split", S((3, 5), F32), jnp.zeros((3,), I32),
+     {"axis": 0}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "x", "split", "kw"),
+    [c[1:] for c in RUNS_ERRORS],
+    ids=[c[0] for c in RUNS_ERRORS],
+)
+def test_merge_runs_bad_arguments(exc, match, x, split, kw):
+    _raises_both_ways(exc, match, lambda x: jmp.merge_runs(x, split, **kw), x)
+
+
+def test_merge_runs_axis_too_long_for_int32():
+    with pytest.raises(ValueError):
+        jax.eval_shape(lambda x: jmp.merge_runs(x, 5), S((2**31,), jnp.int8))
+
+
+# ---------------------------------------------------------------------- co_rank and is_sorted
+
+
+def test_co_rank_bad_arguments():
+    k = jnp.arange(4, dtype=I32)
+    with pytest.raises(TypeError, match=r"(?i)dtype"):
+        jax.eval_shape(jmp.co_rank, k, S((5,), F32), S((4,), I32))
+    with pytest.raises(TypeError, match=r"(?i)complex|dtype"):
+        jax.eval_shape(jmp.co_rank, k, S((5,), jnp.complex64), S((4,), jnp.complex64))
+    with pytest.raises(ValueError, match=r"\ba\b"):
+        jax.eval_shape(jmp.co_rank, k, S((), F32), S((4,), F32))
+    with pytest.raises(ValueError, match=r"(?i)batch|shape|dim"):
+        jax.eval_shape(jmp.co_rank, k, S((2, 5), F32), S((3, 4), F32))
+    with pytest.raises(TypeError, match=r"(?i)dtype"):
+        jmp.co_rank(k, jnp.zeros(5, F32), jnp.zeros(4, jnp.float64))
+
+
+IS_SORTED_ERRORS = [
+    ("x_0d", ValueError, r"\bx\b", S((), F32), {}),
+    ("complex", TypeError, r"(?i)complex|dtype", S((5,), jnp.complex128), {}),
+    ("axis", ValueError, r"(?i)axis", S((3, 5), F32), {"axis": 2}),
+    ("axis_neg", ValueError, r"(?i)axis", S((3, 5), F32), {"axis": -3}),
+]
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "x", "kw"),
+    [c[1:] for c in IS_SORTED_ERRORS],
+    ids=[c[0] for c in IS_SORTED_ERRORS],
+)
+def test_is_sorted_bad_arguments(exc, match, x, kw):
+    _raises_both_ways(exc, match, functools.partial(jmp.is_sorted, **kw), x)
+
+
+def test_good_arguments_do_not_raise():
+    """The checks reject only bad arguments: every supported combination traces."""
+    for dt in (jnp.bool_, jnp.int8, jnp.uint64, jnp.bfloat16, jnp.float64):
+        out = jax.eval_shape(jmp.merge, S((3, 5), dt), S((3, 0), dt))
+        assert out.shape == (3, 5) and out.dtype == dt
+    out = jax.eval_shape(functools.partial(jmp.merge, axis=0), S((5, 3), F32), S((2, 3), F32))
+    assert out.shape == (7, 3)
+    out = jax.eval_shape(
+        lambda a, b: jmp.merge(a, b, a_length=np.int32(2), b_length=jnp.array([1, 2, 3])),
+        S((3, 5), F32),
+        S((3, 4), F32),
+    )
+    assert out.shape == (3, 9)
+    assert np.asarray(jmp.merge(np.array([1.0, 2.0]), np.array([1.5]))).tolist() == [1.0, 1.5, 2.0]

@@ -1,0 +1,168 @@
+# GPU-only merge tests (skip themselves unless jax's default device is a GPU): one 2**26-element
+# int32 merge, tile +- 1 sweeps for key sizes of 1, 2, 4 and 8 bytes (with and without a value
+# payload), and CPU-vs-GPU bit-identity (SPEC: results bit-identical, indices included) for every
+# key dtype and every function of the merge family on the same inputs.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from merge_checks import TILE_TOTALS, check_merge, check_merge_by_key
+from reference import (
+    KEY_DTYPES,
+    assert_bits_equal,
+    dtype_id,
+    random_keys,
+    sort_segments,
+    sorted_keys,
+)
+
+import jax_mergepath as jmp
+
+pytestmark = pytest.mark.requires_gpu
+
+DIRECTIONS = [False, True]
+DIR_IDS = ["asc", "desc"]
+GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
+
+
+def test_gpu_is_default_device():
+    assert jax.devices()[0].platform == "gpu"
+    x = jnp.zeros(4, jnp.int32)
+    assert next(iter(jmp.merge(x, x).devices())).platform == "gpu"
+
+
+def test_gpu_large_int32_merge(rng):
+    m, n = 2**25 + 3, 2**25 - 3  # 2**26 outputs
+    a = np.sort(rng.integers(-(2**20), 2**20, m, dtype=np.int32))
+    b = np.sort(rng.integers(-(2**20), 2**20, n, dtype=np.int32))
+    a[:5], b[-5:] = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    check_merge(a, b)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "descending"),
+    [(np.uint8, False), (jnp.bfloat16, True), (np.float32, False), (np.float32, True),
+     (np.float64, False)],
+    ids=["uint8", "bfloat16-desc", "float32", "float32-desc", "float64"],
+)  # fmt: skip
+def test_gpu_tile_sweep(rng, dtype, descending):
+    for i, s in enumerate(GPU_SIZES):
+        m = 2 * s // 5 if i % 2 else s // 2  # uneven and even splits
+        pattern = "few" if i % 3 == 0 else "random"
+        a = sorted_keys(rng, dtype, (m,), pattern, descending=descending)
+        b = sorted_keys(rng, dtype, (s - m,), pattern, descending=descending)
+        check_merge(a, b, descending=descending, values_only_too=True)
+
+
+@pytest.mark.parametrize("value_dtype", [np.int8, np.int32, np.int64])
+def test_gpu_tile_sweep_with_values(rng, value_dtype):
+    for s in GPU_SIZES:
+        m = s // 3
+        a_k = sorted_keys(rng, np.float32, (m,), "few")
+        b_k = sorted_keys(rng, np.float32, (s - m,), "few")
+        a_v = random_keys(rng, value_dtype, (m,))
+        b_v = random_keys(rng, value_dtype, (s - m,))
+        check_merge_by_key(a_k, b_k, a_v, b_v)
+
+
+def test_gpu_batched_tile_sweep(rng):
+    for s in (255, 256, 257, 1407, 1408, 1409, 2815, 2816, 2817):
+        a_len = rng.integers(0, s + 1, 33)
+        b_len = rng.integers(0, s + 1, 33)
+        a = sort_segments(random_keys(rng, np.int32, (33, s)), a_len, sort_tail=False)
+        b = sort_segments(random_keys(rng, np.int32, (33, s)), b_len, sort_tail=False)
+        check_merge(a, b, a_length=jnp.asarray(a_len), b_length=jnp.asarray(b_len))
+
+
+# --------------------------------------------------------------------------- CPU vs GPU parity
+
+
+def _run_on(device: jax.Device, fn: Callable, *args: Any) -> Any:
+    args = jax.device_put(args, device)
+    with jax.default_device(device):
+        out = fn(*args)
+    return jax.tree.map(np.asarray, out)
+
+
+def _assert_same_on_cpu_and_gpu(fn: Callable, *args: Any) -> None:
+    cpu_out = _run_on(jax.devices("cpu")[0], fn, *args)
+    gpu_out = _run_on(jax.devices("gpu")[0], fn, *args)
+    assert jax.tree.structure(cpu_out) == jax.tree.structure(gpu_out)
+    for c, g in zip(jax.tree.leaves(cpu_out), jax.tree.leaves(gpu_out), strict=True):
+        assert_bits_equal(g, c, "GPU vs CPU")
+
+
+@pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=dtype_id)
+def test_cpu_gpu_bit_identical(rng, dtype, descending):
+    for pattern in ("random", "special", "few"):
+        a = sorted_keys(rng, dtype, (3, 5000), pattern, descending=descending)
+        b = sorted_keys(rng, dtype, (3, 3001), pattern, descending=descending)
+
+        def merge(a, b):
+            return jmp.merge(a, b, descending=descending, return_indices=True)
+
+        _assert_same_on_cpu_and_gpu(merge, a, b)
+
+    a_len, b_len = np.array([0, 4999, 1234]), np.array([3001, 17, 0])
+    a = sort_segments(random_keys(rng, dtype, (3, 5000)), a_len, -1, descending, sort_tail=False)
+    b = sort_segments(random_keys(rng, dtype, (3, 3001)), b_len, -1, descending, sort_tail=False)
+
+    def ragged(a, b, la, lb):
+        return jmp.merge(a, b, a_length=la, b_length=lb, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(ragged, a, b, a_len.astype(np.int32), b_len.astype(np.int32))
+
+    a_k = sorted_keys(rng, dtype, (2, 700), "few", descending=descending)
+    b_k = sorted_keys(rng, dtype, (2, 513), "few", descending=descending)
+    vals = ({"v": np.arange(1400).reshape(2, 700)}, {"v": np.arange(1026).reshape(2, 513)})
+
+    def by_key(ak, bk, av, bv):
+        return jmp.merge_by_key(ak, bk, av, bv, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(by_key, a_k, b_k, *vals)
+
+    split = np.array([0, 100, 4097, 9000])
+    x = sort_segments(random_keys(rng, dtype, (4, 4097), "special"), split, -1, descending)
+
+    def runs(x, s):
+        return jmp.merge_runs(x, s, descending=descending, return_indices=True)
+
+    _assert_same_on_cpu_and_gpu(runs, x, split.astype(np.int32))
+
+    k = np.arange(0, 1214, 7, dtype=np.int32)
+
+    def corank(k, a, b):
+        return jmp.co_rank(k, a, b, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(corank, k, a_k[0], b_k[0])
+
+    rows = np.stack([random_keys(rng, dtype, (300,), "special") for _ in range(4)])
+    rows[0] = sorted_keys(rng, dtype, (300,), "special", descending=descending)
+
+    def issorted(x):
+        return jmp.is_sorted(x, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(issorted, rows)
+
+
+def test_cpu_gpu_bit_identical_large_float(rng):
+    for dtype in (np.float32, np.float64):
+        a = sorted_keys(rng, dtype, (2**21 + 1,), "special")
+        b = sorted_keys(rng, dtype, (2**21 - 1,))
+        _assert_same_on_cpu_and_gpu(lambda a, b: jmp.merge(a, b, return_indices=True), a, b)
+
+
+def test_gpu_subnormals_and_signed_zeros_parity():
+    for dtype in (np.float16, jnp.bfloat16, np.float32, np.float64):
+        tiny = float(jnp.finfo(dtype).smallest_subnormal)
+        x = np.array([tiny, 0.0, -0.0, -tiny, np.nan], np.float64).astype(dtype)
+        a = np.sort(x.astype(np.float64)).astype(dtype)
+        b = np.array([-tiny, -0.0, 0.0, tiny], np.float64).astype(dtype)
+        _assert_same_on_cpu_and_gpu(lambda a, b: jmp.merge(a, b, return_indices=True), a, b)
+        _assert_same_on_cpu_and_gpu(jmp.is_sorted, np.array([tiny, 0.0], np.float64).astype(dtype))
