@@ -28,13 +28,15 @@ _SUPPORTED_KINDS = "biuf"  # bool, signed, unsigned, floating (incl. bfloat16)
 def _as_key_array(x: ArrayLike, name: str, op: str) -> jax.Array:
     x = jnp.asarray(x)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
-        raise TypeError(f"jax_mergepath.{op}: {name} has complex dtype {x.dtype}; complex keys "
-                        "have no order")
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} has complex dtype {x.dtype}; complex keys have no order"
+        )
     if np.dtype(x.dtype).kind not in _SUPPORTED_KINDS and x.dtype != jnp.bfloat16:
         raise TypeError(f"jax_mergepath.{op}: {name} has unsupported dtype {x.dtype}")
     if x.ndim == 0:
-        raise ValueError(f"jax_mergepath.{op}: {name} must have at least one dimension, got a "
-                         "0-d array")
+        raise ValueError(
+            f"jax_mergepath.{op}: {name} must have at least one dimension, got a 0-d array"
+        )
     return x
 
 
@@ -42,8 +44,9 @@ def _normalize_axis(axis: int, ndim: int, name: str, op: str) -> int:
     if not isinstance(axis, int | np.integer):
         raise TypeError(f"jax_mergepath.{op}: axis must be an int, got {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"jax_mergepath.{op}: axis {axis} is out of range for {name} with "
-                         f"{ndim} dimension(s)")
+        raise ValueError(
+            f"jax_mergepath.{op}: axis {axis} is out of range for {name} with {ndim} dimension(s)"
+        )
     return int(axis) % ndim
 
 
@@ -53,8 +56,9 @@ def _batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:
 
 def _check_same_dtype(a: jax.Array, b: jax.Array, names: str, op: str) -> None:
     if a.dtype != b.dtype:
-        raise TypeError(f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} "
-                        f"and {b.dtype}")
+        raise TypeError(
+            f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} and {b.dtype}"
+        )
 
 
 def _check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
@@ -62,31 +66,39 @@ def _check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]
     first_name, first = items[0]
     for name, shape in items[1:]:
         if shape != first:
-            raise ValueError(f"jax_mergepath.{op}: batch dimensions (all but the merged axis) "
-                             f"must be equal: {first_name} has {first}, {name} has {shape}")
+            raise ValueError(
+                f"jax_mergepath.{op}: batch dimensions (all but the merged axis) "
+                f"must be equal: {first_name} has {first}, {name} has {shape}"
+            )
     return first
 
 
 def _check_length(length: int, op: str) -> None:
     if length >= _INDEX_LIMIT:
-        raise ValueError(f"jax_mergepath.{op}: the merged axis has {length} elements; at most "
-                         f"{_INDEX_LIMIT - 1} fit int32 indices")
+        raise ValueError(
+            f"jax_mergepath.{op}: the merged axis has {length} elements; at most "
+            f"{_INDEX_LIMIT - 1} fit int32 indices"
+        )
 
 
-def _row_lengths(value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str,
-                 op: str) -> jax.Array:
+def _row_lengths(
+    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
+) -> jax.Array:
     """Per-row int32 lengths of the batch shape (None: the full length)."""
     if value is None:
         return jnp.full(batch, default, np.int32)
     v = jnp.asarray(value)
     if not jnp.issubdtype(v.dtype, jnp.integer):
-        raise TypeError(f"jax_mergepath.{op}: {name} must be an int or an int array, got "
-                        f"dtype {v.dtype}")
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} must be an int or an int array, got dtype {v.dtype}"
+        )
     try:
         v = jnp.broadcast_to(v, batch)
     except ValueError:
-        raise ValueError(f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
-                         f"the batch shape {batch}") from None
+        raise ValueError(
+            f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
+            f"the batch shape {batch}"
+        ) from None
     return jnp.clip(v, 0, default).astype(np.int32)
 
 
@@ -96,12 +108,38 @@ def _check_direction(descending: Any, op: str) -> bool:
     return bool(descending)
 
 
+def _check_key_pair(
+    a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
+) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
+    """The two sorted key arrays of a merge: arrays, supported equal dtypes, same rank, equal
+    batch dimensions, a merged length that fits int32. Returns (a, b, axis, batch shape)."""
+    a = _as_key_array(a, names[0], op)
+    b = _as_key_array(b, names[1], op)
+    _check_same_dtype(a, b, f"{names[0]} and {names[1]}", op)
+    ax = _normalize_axis(axis, a.ndim, names[0], op)
+    if b.ndim != a.ndim:
+        raise ValueError(
+            f"jax_mergepath.{op}: {names[0]} and {names[1]} must have the same number of "
+            f"dimensions, got {a.ndim} and {b.ndim}"
+        )
+    batch = _check_batch({names[0]: _batch_shape(a, ax), names[1]: _batch_shape(b, ax)}, op)
+    _check_length(a.shape[ax] + b.shape[ax], op)
+    return a, b, ax, batch
+
+
 # ---------------------------------------------------------------- merge family
 
 
-def merge(a: ArrayLike, b: ArrayLike, *, axis: int = -1, descending: bool = False,
-          return_indices: bool = False, a_length: ArrayLike | None = None,
-          b_length: ArrayLike | None = None) -> jax.Array | tuple[jax.Array, jax.Array]:
+def merge(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    axis: int = -1,
+    descending: bool = False,
+    return_indices: bool = False,
+    a_length: ArrayLike | None = None,
+    b_length: ArrayLike | None = None,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Stable merge of two arrays sorted along ``axis``.
 
     Ties keep all of ``a`` before all of ``b``; the order is ``jnp.argsort(stable=True)``'s
@@ -120,29 +158,28 @@ def merge(a: ArrayLike, b: ArrayLike, *, axis: int = -1, descending: bool = Fals
         Array([0, 2, 1], dtype=int32)
     """
     op = "merge"
-    a = _as_key_array(a, "a", op)
-    b = _as_key_array(b, "b", op)
-    _check_same_dtype(a, b, "a and b", op)
+    a, b, ax, batch = _check_key_pair(a, b, ("a", "b"), axis, op)
     descending = _check_direction(descending, op)
-    ax = _normalize_axis(axis, a.ndim, "a", op)
-    if b.ndim != a.ndim:
-        raise ValueError(f"jax_mergepath.{op}: a and b must have the same number of dimensions, "
-                         f"got {a.ndim} and {b.ndim}")
-    batch = _check_batch({"a": _batch_shape(a, ax), "b": _batch_shape(b, ax)}, op)
     m, n = a.shape[ax], b.shape[ax]
-    _check_length(m + n, op)
     a_valid = _row_lengths(a_length, m, batch, "a_length", op)
     b_valid = _row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
-    keys, extra = _merge_last_axis(jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid,
-                                   b_valid, (), descending, payload)
+    keys, extra = _merge_last_axis(
+        jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid, b_valid, (), descending, payload
+    )
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(extra, -1, ax)) if return_indices else keys
 
 
-def _merge_last_axis(a: jax.Array, b: jax.Array, a_valid: jax.Array, b_valid: jax.Array,
-                     values: tuple[jax.Array, ...], descending: bool,
-                     payload: Payload) -> tuple[jax.Array, jax.Array | None]:
+def _merge_last_axis(
+    a: jax.Array,
+    b: jax.Array,
+    a_valid: jax.Array,
+    b_valid: jax.Array,
+    values: tuple[jax.Array, ...],
+    descending: bool,
+    payload: Payload,
+) -> tuple[jax.Array, jax.Array | None]:
     """merge_p on arrays whose merged axis is last; trivial cases never reach a kernel."""
     m, n = a.shape[-1], b.shape[-1]
     if m == 0 or n == 0 or a.size + b.size == 0:
@@ -153,36 +190,49 @@ def _merge_last_axis(a: jax.Array, b: jax.Array, a_valid: jax.Array, b_valid: ja
         if payload == Payload.VALUE:
             return keys, jnp.concatenate(values, axis=-1)
         return keys, None
-    outs = merge_p.bind(a, b, a_valid, b_valid, *values, descending=descending,
-                        payload=int(payload), runs=False)
+    outs = merge_p.bind(
+        a, b, a_valid, b_valid, *values, descending=descending, payload=int(payload), runs=False
+    )
     return outs[0], (outs[1] if len(outs) > 1 else None)
 
 
 def _fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
     """One value array shaped like its keys moves inside the merge kernel itself."""
-    return (len(leaves) == 1 and leaves[0].shape == keys.shape
-            and leaves[0].dtype.itemsize in (1, 2, 4, 8)
-            and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating))
+    return (
+        len(leaves) == 1
+        and leaves[0].shape == keys.shape
+        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
+        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
+    )
 
 
 def _check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -> None:
     for leaf in leaves:
         if leaf.shape[: keys.ndim] != keys.shape:
-            raise ValueError(f"jax_mergepath.{op}: every leaf of {name} must have the shape of "
-                             f"its keys {keys.shape} (trailing dimensions allowed), got "
-                             f"{leaf.shape}")
+            raise ValueError(
+                f"jax_mergepath.{op}: every leaf of {name} must have the shape of "
+                f"its keys {keys.shape} (trailing dimensions allowed), got "
+                f"{leaf.shape}"
+            )
 
 
 def _gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
     """src[..., idx, ...] along ax, idx shaped like the keys (src may have trailing dims)."""
     extra = src.ndim - idx.ndim
     full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
-    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim:]))
+    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
     return jnp.take_along_axis(src, full_idx, axis=ax)
 
 
-def merge_by_key(a_keys: ArrayLike, b_keys: ArrayLike, a_values: PyTree, b_values: PyTree, *,
-                 axis: int = -1, descending: bool = False) -> tuple[jax.Array, PyTree]:
+def merge_by_key(
+    a_keys: ArrayLike,
+    b_keys: ArrayLike,
+    a_values: PyTree,
+    b_values: PyTree,
+    *,
+    axis: int = -1,
+    descending: bool = False,
+) -> tuple[jax.Array, PyTree]:
     """Stable merge of sorted keys, moving values (arrays or pytrees of arrays) with them.
 
     Value leaves have the shape of their keys, optionally with trailing dimensions after it
@@ -197,50 +247,51 @@ def merge_by_key(a_keys: ArrayLike, b_keys: ArrayLike, a_values: PyTree, b_value
         Array([10, 20, 30, 40], dtype=int32)
     """
     op = "merge_by_key"
-    a_keys = _as_key_array(a_keys, "a_keys", op)
-    b_keys = _as_key_array(b_keys, "b_keys", op)
-    _check_same_dtype(a_keys, b_keys, "a_keys and b_keys", op)
+    a_keys, b_keys, ax, batch = _check_key_pair(a_keys, b_keys, ("a_keys", "b_keys"), axis, op)
     descending = _check_direction(descending, op)
-    ax = _normalize_axis(axis, a_keys.ndim, "a_keys", op)
-    if b_keys.ndim != a_keys.ndim:
-        raise ValueError(f"jax_mergepath.{op}: a_keys and b_keys must have the same number of "
-                         "dimensions")
-    batch = _check_batch({"a_keys": _batch_shape(a_keys, ax),
-                          "b_keys": _batch_shape(b_keys, ax)}, op)
     a_leaves, a_tree = jax.tree.flatten(a_values)
     b_leaves, b_tree = jax.tree.flatten(b_values)
     if a_tree != b_tree:
-        raise ValueError(f"jax_mergepath.{op}: a_values and b_values must have the same pytree "
-                         f"structure, got {a_tree} and {b_tree}")
+        raise ValueError(
+            f"jax_mergepath.{op}: a_values and b_values must have the same pytree "
+            f"structure, got {a_tree} and {b_tree}"
+        )
     a_leaves = [jnp.asarray(x) for x in a_leaves]
     b_leaves = [jnp.asarray(x) for x in b_leaves]
     _check_values(a_leaves, a_keys, "a_values", op)
     _check_values(b_leaves, b_keys, "b_values", op)
     for va, vb in zip(a_leaves, b_leaves, strict=True):
-        if va.dtype != vb.dtype or va.shape[a_keys.ndim:] != vb.shape[b_keys.ndim:]:
-            raise TypeError(f"jax_mergepath.{op}: matching leaves of a_values and b_values must "
-                            f"have the same dtype and trailing shape, got {va.dtype}"
-                            f"{va.shape} and {vb.dtype}{vb.shape}")
+        if va.dtype != vb.dtype or va.shape[a_keys.ndim :] != vb.shape[b_keys.ndim :]:
+            raise TypeError(
+                f"jax_mergepath.{op}: matching leaves of a_values and b_values must "
+                f"have the same dtype and trailing shape, got {va.dtype}"
+                f"{va.shape} and {vb.dtype}{vb.shape}"
+            )
     m, n = a_keys.shape[ax], b_keys.shape[ax]
-    _check_length(m + n, op)
     a_valid = jnp.full(batch, m, np.int32)
     b_valid = jnp.full(batch, n, np.int32)
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
     if _fusable_values(a_leaves, a_keys) and _fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
-        keys, moved = _merge_last_axis(ak, bk, a_valid, b_valid, vals, descending,
-                                       Payload.VALUE)
-        return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1,
-                                                                                    ax)])
+        keys, moved = _merge_last_axis(ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE)
+        return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
     keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX)
     idx = jnp.moveaxis(idx, -1, ax)
-    out_leaves = [_gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
-                  for va, vb in zip(a_leaves, b_leaves, strict=True)]
+    out_leaves = [
+        _gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
+        for va, vb in zip(a_leaves, b_leaves, strict=True)
+    ]
     return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, out_leaves)
 
 
-def merge_runs(x: ArrayLike, split: ArrayLike, *, axis: int = -1, descending: bool = False,
-               return_indices: bool = False) -> jax.Array | tuple[jax.Array, jax.Array]:
+def merge_runs(
+    x: ArrayLike,
+    split: ArrayLike,
+    *,
+    axis: int = -1,
+    descending: bool = False,
+    return_indices: bool = False,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Merge the sorted runs ``x[..., :split]`` and ``x[..., split:]`` of every row.
 
     ``split`` is an int or an int array of the batch shape, clamped to ``[0, d]``. This is the
@@ -266,8 +317,9 @@ def merge_runs(x: ArrayLike, split: ArrayLike, *, axis: int = -1, descending: bo
         keys, idx = xl, jnp.broadcast_to(jnp.arange(d, dtype=np.int32), xl.shape)
     else:
         payload = Payload.INDEX if return_indices else Payload.NONE
-        outs = merge_p.bind(xl, xl, splits, splits, descending=descending, payload=int(payload),
-                            runs=True)
+        outs = merge_p.bind(
+            xl, xl, splits, splits, descending=descending, payload=int(payload), runs=True
+        )
         keys, idx = outs[0], (outs[1] if return_indices else None)
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(idx, -1, ax)) if return_indices else keys
@@ -299,9 +351,11 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     m, n = a.shape[-1], b.shape[-1]
     _check_length(m + n, op)
     if k.shape[: len(batch)] != batch:
-        raise ValueError(f"jax_mergepath.{op}: k's leading dimensions must be the batch shape "
-                         f"{batch}, got k of shape {k.shape}")
-    query_shape = k.shape[len(batch):]
+        raise ValueError(
+            f"jax_mergepath.{op}: k's leading dimensions must be the batch shape "
+            f"{batch}, got k of shape {k.shape}"
+        )
+    query_shape = k.shape[len(batch) :]
     kk = jnp.clip(k, 0, m + n).astype(np.int32).reshape(*batch, -1)
     if kk.size == 0 or m == 0 or n == 0:
         out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial

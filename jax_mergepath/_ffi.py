@@ -28,8 +28,6 @@ if _cuda is not None:
         jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA")
 
 
-def merge_workspace_elements(
-    key_bytes: int, payload_bytes: int, rows: int, row_length: int
-) -> int:
+def merge_workspace_elements(key_bytes: int, payload_bytes: int, rows: int, row_length: int) -> int:
     """int32 elements of the CUDA merge's partition workspace (tile policy from tuning.h)."""
     return int(_cpu.merge_workspace_elements(key_bytes, payload_bytes, rows, row_length))

@@ -62,7 +62,7 @@ merge_p.def_abstract_eval(_merge_abstract_eval)
 def _eager_impl(primitive: Primitive):
     """Eager evaluation = the jitted primitive (one compiled executable per parameter set)."""
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def jitted(params: tuple):
         return jax.jit(functools.partial(primitive.bind, **dict(params)))
 
@@ -89,7 +89,10 @@ def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
     }[Payload(payload)]
     rows = int(np.prod(a_aval.shape[:-1], dtype=np.int64))
     workspace = _ffi.merge_workspace_elements(
-        a_aval.dtype.itemsize, payload_bytes, rows, _merge_out_length(a_aval.shape, b_aval.shape, runs)
+        a_aval.dtype.itemsize,
+        payload_bytes,
+        rows,
+        _merge_out_length(a_aval.shape, b_aval.shape, runs),
     )
     ws_aval = ShapedArray((workspace,), np.int32)
     ctx = ctx.replace(avals_out=[*ctx.avals_out, ws_aval])
@@ -191,10 +194,12 @@ def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
 
 
 co_rank_p = _query_primitive(
-    "jmp_co_rank", "jmp_co_rank",
+    "jmp_co_rank",
+    "jmp_co_rank",
     lambda k, a, b, *, descending: ShapedArray(k.shape, np.int32),
 )
 is_sorted_p = _query_primitive(
-    "jmp_is_sorted", "jmp_is_sorted",
+    "jmp_is_sorted",
+    "jmp_is_sorted",
     lambda x, *, descending: ShapedArray(x.shape[:-1], np.bool_),
 )

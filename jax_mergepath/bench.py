@@ -153,8 +153,16 @@ def concat_sort_pairs(a, b, va, vb):
     return lax.sort((jnp.concatenate([a, b]), jnp.concatenate([va, vb])), num_keys=1)
 
 
-def bench_case(dtype, total: int, frac_a: float, pairs: bool, repeats: int, copy_bps: float,
-               rows: list, breakdown: bool = False) -> None:
+def bench_case(
+    dtype,
+    total: int,
+    frac_a: float,
+    pairs: bool,
+    repeats: int,
+    copy_bps: float,
+    rows: list,
+    breakdown: bool = False,
+) -> None:
     m = max(1, int(total * frac_a))
     n = total - m
     ka, kb = jax.random.split(jax.random.key(total + int(frac_a * 1000)))
@@ -168,7 +176,9 @@ def bench_case(dtype, total: int, frac_a: float, pairs: bool, repeats: int, copy
         base = concat_sort_pairs
         nbytes = 2 * total * (itemsize + 4)
         got, want = ours(*args), base(*args)
-        ok = all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(got, want))
+        ok = all(
+            np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(got, want, strict=True)
+        )
         variants = [("jnp lax.sort(concat, num_keys=1)", base)]
     else:
         ours = jmp.merge
@@ -182,15 +192,22 @@ def bench_case(dtype, total: int, frac_a: float, pairs: bool, repeats: int, copy
         raise SystemExit(f"RESULT MISMATCH: {np.dtype(dtype).name} 2^{total.bit_length() - 1}")
     t_ours = device_time(ours, args, repeats, breakdown)
     base_times = [(name, device_time(fn, args, repeats)) for name, fn in variants]
-    rows.append({
-        "case": f"{'kv ' if pairs else ''}{np.dtype(dtype).name} 2^{total.bit_length() - 1}"
-                f" a={frac_a:.0%}",
-        "us": t_ours * 1e6, "gbps": nbytes / t_ours / 1e9, "pct_copy": 100 * nbytes / t_ours / copy_bps,
-        "speedups": [(name, t / t_ours) for name, t in base_times],
-    })
+    rows.append(
+        {
+            "case": f"{'kv ' if pairs else ''}{np.dtype(dtype).name} 2^{total.bit_length() - 1}"
+            f" a={frac_a:.0%}",
+            "us": t_ours * 1e6,
+            "gbps": nbytes / t_ours / 1e9,
+            "pct_copy": 100 * nbytes / t_ours / copy_bps,
+            "speedups": [(name, t / t_ours) for name, t in base_times],
+        }
+    )
     r = rows[-1]
-    print(f"{r['case']:<28} {r['us']:>10.1f} us {r['gbps']:>8.0f} GB/s {r['pct_copy']:>6.1f}% copy  "
-          + "  ".join(f"{s:>6.1f}x vs {name}" for name, s in r["speedups"]), flush=True)
+    print(
+        f"{r['case']:<28} {r['us']:>10.1f} us {r['gbps']:>8.0f} GB/s {r['pct_copy']:>6.1f}% copy  "
+        + "  ".join(f"{s:>6.1f}x vs {name}" for name, s in r["speedups"]),
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -198,25 +215,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min-log2", type=int, default=16)
     parser.add_argument("--max-log2", type=int, default=28)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--quick", action="store_true", help="int32 keys and pairs only, 2^20 and 2^27")
+    parser.add_argument(
+        "--quick", action="store_true", help="int32 keys and pairs only, 2^20 and 2^27"
+    )
     parser.add_argument("--breakdown", action="store_true", help="print our kernels' times")
     args = parser.parse_args(argv)
     dev = jax.devices()[0]
-    print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
-          f"jax_mergepath CUDA={jmp.HAS_CUDA}")
+    print(
+        f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, "
+        f"jax_mergepath CUDA={jmp.HAS_CUDA}"
+    )
     copy_bps, copy_name = copy_bandwidth(1 << 30, args.repeats)
     print(f"device-to-device copy: {copy_bps / 1e12:.2f} TB/s ({copy_name}, 1 GiB, read+write)")
     print(f"{'case':<28} {'time':>13} {'bandwidth':>13} {'of copy':>11}  speedup")
     rows: list = []
-    sizes = [20, 27] if args.quick else sorted(
-        {*range(args.min_log2, args.max_log2 + 1, 2), *([27] if args.max_log2 >= 27 else [])})
+    sizes = (
+        [20, 27]
+        if args.quick
+        else sorted(
+            {*range(args.min_log2, args.max_log2 + 1, 2), *([27] if args.max_log2 >= 27 else [])}
+        )
+    )
     dtypes = [jnp.int32] if args.quick else [jnp.int32, jnp.float32, jnp.int64]
     for log2 in sizes:
         for dtype in dtypes:
             if np.dtype(dtype).itemsize == 8 and not jax.config.jax_enable_x64:
                 continue
             for frac in (0.5, 0.01):
-                bench_case(dtype, 1 << log2, frac, False, args.repeats, copy_bps, rows, args.breakdown)
+                bench_case(
+                    dtype, 1 << log2, frac, False, args.repeats, copy_bps, rows, args.breakdown
+                )
         bench_case(jnp.int32, 1 << log2, 0.5, True, args.repeats, copy_bps, rows, args.breakdown)
 
 

@@ -70,6 +70,15 @@ def test_handler_rejects_inconsistent_operands_with_a_named_error():
     lengths = np.array(4, np.int32)
     with pytest.raises(jax.errors.JaxRuntimeError, match="jax_mergepath.merge"):
         jax.block_until_ready(
-            merge_p.bind(a, a, lengths, lengths, a, a.astype(np.float32), descending=False,
-                         payload=int(Payload.VALUE), runs=False)
+            merge_p.bind(
+                a,
+                a,
+                lengths,
+                lengths,
+                a,
+                a.astype(np.float32),
+                descending=False,
+                payload=int(Payload.VALUE),
+                runs=False,
+            )
         )

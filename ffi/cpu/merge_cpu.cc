@@ -53,7 +53,8 @@ void merge_rows(const MergeCall& call) {
       Bits* out = out_all + g.out_offset + k0;
       serial_merge(i0, k0 - i0, i1, k1 - i1, g.mv, g.nv, k1 - k0, key_a, key_b,
                    [&](int64_t c, bool from_b, int64_t src) {
-                     out[c] = from_b ? b[src] : a[src];
+                     const Bits* from = from_b ? b : a;  // select the array, then one load
+                     out[c] = from[src];
                      if constexpr (kPayload == PayloadKind::kIndex) {
                        static_cast<int32_t*>(call.out_payload)[g.out_offset + k0 + c] =
                            static_cast<int32_t>(from_b ? g.m + src : src);

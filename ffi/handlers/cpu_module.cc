@@ -80,6 +80,7 @@ NB_MODULE(_cpu, m) {
     d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
     return d;
   });
+  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile (tuning.h)");
   m.def("merge_workspace_elements", &jax_mergepath::merge_workspace_elements,
         "int32 elements of the CUDA merge's partition workspace");
 }

@@ -39,7 +39,9 @@ def main() -> None:
         assert ragged.shape == (rows, m + n)
         runs = jmp.merge_runs(np.sort(cat, -1), m // 2)
         check(runs, np.sort(cat, -1), "merge_runs")
-        ks = jnp.broadcast_to(jnp.arange(0, m + n + 1, 97, dtype=jnp.int32), (rows, len(range(0, m + n + 1, 97))))
+        ks = jnp.broadcast_to(
+            jnp.arange(0, m + n + 1, 97, dtype=jnp.int32), (rows, len(range(0, m + n + 1, 97)))
+        )
         jax.block_until_ready(jmp.co_rank(ks, a, b))
     unsorted = rng.integers(0, 1000, 10000).astype(np.int32)
     jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))

@@ -126,24 +126,26 @@ JMP_HD Index clamp_split_end(Index i_begin, Index k_begin, Index i_end, Index k_
 
 // Stable serial merge of `count` outputs starting at split (i, j), never taking A past i_end or
 // B past j_end. emit(c, from_b, source) receives the c-th output's origin (source = i or j).
-// The current A and B keys are cached, so each output costs one key load and one comparison;
-// the decision is b_first's.
+// While both current elements are valid and inside the bounds, a step is branch-free (one
+// comparison picks the side); the rest (a side exhausted, or invalid tails) follows b_first.
 template <typename Index, typename KeyA, typename KeyB, typename Emit>
 JMP_HD void serial_merge(Index i, Index j, Index i_end, Index j_end, Index mv, Index nv,
                          Index count, const KeyA& key_a, const KeyB& key_b, const Emit& emit) {
-  using Key = decltype(key_a(Index(0)));
-  Key ka = i < mv ? key_a(i) : Key(0);
-  Key kb = j < nv ? key_b(j) : Key(0);
-  for (Index c = 0; c < count; ++c) {
-    const bool from_b = j < j_end && (i >= i_end || (j < nv && (i >= mv || kb < ka)));
+  const Index i_fast = i_end < mv ? i_end : mv;
+  const Index j_fast = j_end < nv ? j_end : nv;
+  Index c = 0;
+  while (i < i_fast && j < j_fast) {
+    const Index take_b = key_b(j) < key_a(i);  // 0 or 1: arithmetic keeps the step branch-free
+    emit(c, take_b != 0, i + take_b * (j - i));
+    i += 1 - take_b;
+    j += take_b;
+    ++c;
+  }
+  for (; c < count; ++c) {
+    const bool from_b = j < j_end && (i >= i_end || b_first(i, j, mv, nv, key_a, key_b));
     emit(c, from_b, from_b ? j : i);
-    if (from_b) {
-      ++j;
-      if (j < nv) kb = key_b(j);
-    } else {
-      ++i;
-      if (i < mv) ka = key_a(i);
-    }
+    i += from_b ? 0 : 1;
+    j += from_b ? 1 : 0;
   }
 }
 
