@@ -103,6 +103,16 @@ __device__ __forceinline__ void merge_items(typename Traits::Bits flip, int p0, 
   auto key_b = [&](int j) { return directed_key<Traits>(load(s.b_loc + j), flip); };
   int i = co_rank(diag, s.m, s.n, s.mv, s.nv, key_a, key_b);
   int j = diag - i;
+  // A[i] and B[j] (raw bits and order keys) stay in registers: an output costs one
+  // shared-memory load, of the side that advanced, and one order-key transform.
+  Bits raw_a = Bits(0), raw_b = Bits(0), ord_a = Bits(0), ord_b = Bits(0);
+  auto fetch_both = [&]() {
+    raw_a = i < s.m ? load(s.a_loc + i) : Bits(0);
+    raw_b = j < s.n ? load(s.b_loc + j) : Bits(0);
+    ord_a = directed_key<Traits>(raw_a, flip);
+    ord_b = directed_key<Traits>(raw_b, flip);
+  };
+  fetch_both();
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
     if (p0 + c < count) {
@@ -110,14 +120,24 @@ __device__ __forceinline__ void merge_items(typename Traits::Bits flip, int p0, 
         s = segment_at(p0 + c, diag);
         i = 0;
         j = 0;
+        fetch_both();
       }
-      const bool from_b = j < s.n && (i >= s.m || b_first(i, j, s.mv, s.nv, key_a, key_b));
-      key_reg[c] = load(from_b ? s.b_loc + j : s.a_loc + i);
+      // b_first(i, j), on the cached keys
+      const bool from_b =
+          j < s.n && (i >= s.m || (j < s.nv && (i >= s.mv || ord_b < ord_a)));
+      key_reg[c] = from_b ? raw_b : raw_a;
       src_reg[c] = from_b ? s.b_src_base + j : s.a_src_base + i;
       index_reg[c] = from_b ? s.b_index_base + j : s.a_index_base + i;
       i += from_b ? 0 : 1;
       j += from_b ? 1 : 0;
       ++diag;
+      const bool more = from_b ? j < s.n : i < s.m;
+      const Bits raw = more ? load(from_b ? s.b_loc + j : s.a_loc + i) : Bits(0);
+      const Bits ord = directed_key<Traits>(raw, flip);
+      raw_a = from_b ? raw_a : raw;
+      ord_a = from_b ? ord_a : ord;
+      raw_b = from_b ? raw : raw_b;
+      ord_b = from_b ? ord : ord_b;
     } else {
       key_reg[c] = Bits(0);
       src_reg[c] = 0;
