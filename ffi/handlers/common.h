@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "jax_mergepath/merge_args.h"
 #include "xla/ffi/api/ffi.h"
@@ -53,6 +54,41 @@ inline ffi::ErrorOr<RowShape> row_shape(const ffi::AnyBuffer& buf, const char* n
 
 inline ffi::Error invalid(const std::string& op, const std::string& what) {
   return ffi::Error::InvalidArgument("jax_mergepath." + op + ": " + what);
+}
+
+// The FFI signatures of the targets, shared by both platforms (the CUDA handlers bind the
+// stream first): every primitive parameter is an attribute of the same name (_primitives.py).
+template <typename Binding>
+auto bind_merge(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // a (runs: x)
+      .template Arg<ffi::AnyBuffer>()  // b (runs: x again, unread)
+      .template Arg<ffi::AnyBuffer>()  // a_valid (runs: split), int32 per row
+      .template Arg<ffi::AnyBuffer>()  // b_valid, int32 per row
+      .RemainingArgs()                 // values (payload 2)
+      .template Ret<ffi::AnyBuffer>()  // merged keys
+      .RemainingRets()                 // payload output, then (CUDA) the workspace
+      .template Attr<bool>("descending")
+      .template Attr<int64_t>("payload")
+      .template Attr<bool>("runs");
+}
+
+template <typename Binding>
+auto bind_co_rank(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // k
+      .template Arg<ffi::AnyBuffer>()  // a
+      .template Arg<ffi::AnyBuffer>()  // b
+      .template Ret<ffi::AnyBuffer>()
+      .template Attr<bool>("descending");
+}
+
+template <typename Binding>
+auto bind_is_sorted(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // x
+      .template Ret<ffi::AnyBuffer>()
+      .template Attr<bool>("descending");
 }
 
 // Decodes a merge call. Operands: a, b, a_valid (int32 rows), b_valid (int32 rows), then the
