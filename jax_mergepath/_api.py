@@ -41,7 +41,7 @@ def _as_key_array(x: ArrayLike, name: str, op: str) -> jax.Array:
 
 
 def _normalize_axis(axis: int, ndim: int, name: str, op: str) -> int:
-    if not isinstance(axis, int | np.integer):
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
         raise TypeError(f"jax_mergepath.{op}: axis must be an int, got {axis!r}")
     if not -ndim <= axis < ndim:
         raise ValueError(
@@ -81,17 +81,33 @@ def _check_length(length: int, op: str) -> None:
         )
 
 
-def _row_lengths(
-    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
-) -> jax.Array:
-    """Per-row int32 lengths of the batch shape (None: the full length)."""
-    if value is None:
-        return jnp.full(batch, default, np.int32)
-    v = jnp.asarray(value)
+def _clamp_int32(v: ArrayLike, hi: int) -> jax.Array:
+    """Integers clamped to [0, hi] (hi < 2**31), as int32, never wrapped: Python ints are clamped
+    on the host (any size), int arrays in their own dtype with a bound it can hold."""
+    if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
+        return jnp.asarray(min(max(int(v), 0), hi), np.int32)
+    v = jnp.asarray(v)
+    bound = min(hi, int(jnp.iinfo(v.dtype).max))
+    return jnp.clip(v, 0, bound).astype(np.int32)
+
+
+def _check_int_dtype(v: jax.Array, name: str, op: str) -> None:
     if not jnp.issubdtype(v.dtype, jnp.integer):
         raise TypeError(
             f"jax_mergepath.{op}: {name} must be an int or an int array, got dtype {v.dtype}"
         )
+
+
+def _row_lengths(
+    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
+) -> jax.Array:
+    """Per-row int32 lengths of the batch shape, clamped to [0, default] (None: default)."""
+    if value is None:
+        return jnp.full(batch, default, np.int32)
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return jnp.full(batch, _clamp_int32(value, default))
+    v = jnp.asarray(value)
+    _check_int_dtype(v, name, op)
     try:
         v = jnp.broadcast_to(v, batch)
     except ValueError:
@@ -99,7 +115,7 @@ def _row_lengths(
             f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
             f"the batch shape {batch}"
         ) from None
-    return jnp.clip(v, 0, default).astype(np.int32)
+    return _clamp_int32(v, default)
 
 
 def _check_direction(descending: Any, op: str) -> bool:
@@ -202,6 +218,8 @@ def _fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
         len(leaves) == 1
         and leaves[0].shape == keys.shape
         and leaves[0].dtype.itemsize in (1, 2, 4, 8)
+        # sub-byte dtypes (int4, float4...) are packed by XLA: not one element per byte
+        and jax.dtypes.itemsize_bits(leaves[0].dtype) == 8 * leaves[0].dtype.itemsize
         and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
     )
 
@@ -261,11 +279,15 @@ def merge_by_key(
     _check_values(a_leaves, a_keys, "a_values", op)
     _check_values(b_leaves, b_keys, "b_values", op)
     for va, vb in zip(a_leaves, b_leaves, strict=True):
-        if va.dtype != vb.dtype or va.shape[a_keys.ndim :] != vb.shape[b_keys.ndim :]:
+        if va.dtype != vb.dtype:
             raise TypeError(
-                f"jax_mergepath.{op}: matching leaves of a_values and b_values must "
-                f"have the same dtype and trailing shape, got {va.dtype}"
-                f"{va.shape} and {vb.dtype}{vb.shape}"
+                f"jax_mergepath.{op}: matching leaves of a_values and b_values must have the "
+                f"same dtype, got {va.dtype} and {vb.dtype}"
+            )
+        if va.shape[a_keys.ndim :] != vb.shape[b_keys.ndim :]:
+            raise ValueError(
+                f"jax_mergepath.{op}: matching leaves of a_values and b_values must have the "
+                f"same trailing shape, got {va.shape} and {vb.shape}"
             )
     m, n = a_keys.shape[ax], b_keys.shape[ax]
     a_valid = jnp.full(batch, m, np.int32)
@@ -344,19 +366,18 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     b = _as_key_array(b, "b", op)
     _check_same_dtype(a, b, "a and b", op)
     descending = _check_direction(descending, op)
-    k = jnp.asarray(k)
-    if not jnp.issubdtype(k.dtype, jnp.integer):
-        raise TypeError(f"jax_mergepath.{op}: k must be an int array, got dtype {k.dtype}")
     batch = _check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
     _check_length(m + n, op)
+    k = _clamp_int32(k, m + n) if isinstance(k, int | np.integer) else jnp.asarray(k)
+    _check_int_dtype(k, "k", op)
     if k.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: k's leading dimensions must be the batch shape "
             f"{batch}, got k of shape {k.shape}"
         )
     query_shape = k.shape[len(batch) :]
-    kk = jnp.clip(k, 0, m + n).astype(np.int32).reshape(*batch, -1)
+    kk = _clamp_int32(k, m + n).reshape(*batch, -1)
     if kk.size == 0 or m == 0 or n == 0:
         out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial
     else:

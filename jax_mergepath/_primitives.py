@@ -67,7 +67,8 @@ def _eager_impl(primitive: Primitive):
         return jax.jit(functools.partial(primitive.bind, **dict(params)))
 
     def impl(*args, **params):
-        return jitted(tuple(sorted(params.items())))(*args)
+        with jax.disable_jit(False):  # under jax.disable_jit() the jit would call impl again
+            return jitted(tuple(sorted(params.items())))(*args)
 
     return impl
 

@@ -1,5 +1,6 @@
 // parallel_for.h: split [0, count) into contiguous chunks over host threads. Work below
 // `serial_below` units runs on the calling thread (thread start-up costs more than it saves).
+// Never throws: a chunk whose thread cannot be started runs on the calling thread.
 #pragma once
 
 #include <algorithm>
@@ -19,11 +20,15 @@ void parallel_for(int64_t count, int64_t work_per_item, int64_t serial_below, co
     return;
   }
   std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
   const int64_t chunk = (count + threads - 1) / threads;
   for (int64_t t = 1; t < threads; ++t) {
     const int64_t begin = t * chunk, end = std::min(count, begin + chunk);
-    if (begin < end) pool.emplace_back([&body, begin, end] { body(begin, end); });
+    if (begin >= end) continue;
+    try {
+      pool.emplace_back([&body, begin, end] { body(begin, end); });
+    } catch (...) {  // no thread to be had: do this chunk here (never throw across the FFI)
+      body(begin, end);
+    }
   }
   body(int64_t{0}, std::min(count, chunk));
   for (auto& th : pool) th.join();

@@ -35,6 +35,22 @@ inline KeyType key_type_of(ffi::DataType t) {
   }
 }
 
+// Types XLA packs several to a byte (their ByteWidth of 1 is not their element size).
+inline bool is_sub_byte(ffi::DataType t) {
+  switch (t) {
+    case ffi::DataType::S1:
+    case ffi::DataType::S2:
+    case ffi::DataType::S4:
+    case ffi::DataType::U1:
+    case ffi::DataType::U2:
+    case ffi::DataType::U4:
+    case ffi::DataType::F4E2M1FN:
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct RowShape {
   int64_t rows = 1;
   int64_t length = 0;
@@ -185,8 +201,9 @@ inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
       }
     }
     const int vb_bytes = call.value_bytes;
-    if (vb_bytes != 1 && vb_bytes != 2 && vb_bytes != 4 && vb_bytes != 8) {
-      return ffi::Unexpected(invalid(op, "values must be 1, 2, 4 or 8 bytes wide"));
+    if ((vb_bytes != 1 && vb_bytes != 2 && vb_bytes != 4 && vb_bytes != 8) ||
+        is_sub_byte(va->element_type())) {
+      return ffi::Unexpected(invalid(op, "values must be 1, 2, 4 or 8 whole bytes wide"));
     }
   }
   return call;

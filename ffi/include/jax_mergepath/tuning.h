@@ -48,7 +48,7 @@ constexpr int64_t merge_tiles_per_row(int64_t tile, int64_t row_length) {
 constexpr int64_t merge_workspace_elements(int key_bytes, int payload_bytes, int64_t rows,
                                            int64_t row_length) {
   const int64_t tile = merge_tile(key_bytes, payload_bytes);
-  if (merge_rows_are_packed(tile, row_length)) return 1;
+  if (merge_rows_are_packed(tile, row_length) || rows == 0) return 1;
   return rows * (merge_tiles_per_row(tile, row_length) + 1);
 }
 

@@ -1,0 +1,69 @@
+# Regressions found in review: sub-byte value dtypes, narrow or huge integer lengths / splits /
+# positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors.
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_mergepath as jmp
+
+
+@pytest.mark.parametrize("dtype", [jnp.int4, jnp.uint4])
+def test_sub_byte_values_move_with_their_keys(dtype):
+    n = 1 << 15  # several tiles: a packed-width bug would read past the buffers
+    keys = jnp.arange(n) * 2
+    values = (jnp.arange(n) % 7).astype(dtype)
+    k, v = jmp.merge_by_key(keys, keys + 1, values, values)
+    np.testing.assert_array_equal(np.asarray(k), np.arange(2 * n))
+    np.testing.assert_array_equal(np.asarray(v).astype(int), np.repeat(np.arange(n) % 7, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16])
+def test_narrow_lengths_are_clamped_not_wrapped(dtype):
+    a = jnp.arange(256)
+    _, idx = jmp.merge(a, a, a_length=np.array(3, dtype), return_indices=True)
+    np.testing.assert_array_equal(np.asarray(idx[:4]), [0, 256, 1, 257])
+    x = jnp.concatenate([jnp.arange(100), jnp.arange(156)])  # d = 256 wraps to 0 in uint8
+    assert bool(jmp.is_sorted(jmp.merge_runs(x, np.array(100, dtype))))
+
+
+def test_narrow_and_huge_co_rank_positions():
+    a = jnp.arange(20000)
+    assert int(jmp.co_rank(jnp.array([100], jnp.int8), a[:200], a[:200])[0]) == 50
+    assert int(jmp.co_rank(jnp.array([20000], jnp.int16), a, a)[0]) == 10000
+    assert int(jmp.co_rank(2**40, a[:3], a[:3])) == 3
+    assert int(jmp.co_rank(-(2**40), a[:3], a[:3])) == 0
+
+
+def test_huge_python_int_split_and_length_are_clamped():
+    x = jnp.arange(4)
+    np.testing.assert_array_equal(np.asarray(jmp.merge_runs(x, 2**40)), np.arange(4))
+    np.testing.assert_array_equal(np.asarray(jmp.merge_runs(x, -(2**40))), np.arange(4))
+    out = jmp.merge(x, x, a_length=2**40, b_length=-(2**40))
+    np.testing.assert_array_equal(np.asarray(out), [0, 1, 2, 3, 0, 1, 2, 3])
+
+
+def test_everything_runs_under_disable_jit():
+    a, b = jnp.array([1, 3]), jnp.array([2])
+    with jax.disable_jit():
+        np.testing.assert_array_equal(np.asarray(jmp.merge(a, b)), [1, 2, 3])
+        assert bool(jmp.is_sorted(a))
+        assert int(jmp.co_rank(jnp.array([2]), a, b)[0]) == 1
+        np.testing.assert_array_equal(
+            np.asarray(jmp.merge_runs(jnp.array([1, 3, 2]), 2)), [1, 2, 3]
+        )
+
+
+def test_bool_axis_is_rejected():
+    with pytest.raises(TypeError, match="axis"):
+        jmp.merge(jnp.arange(3), jnp.arange(3), axis=True)
+
+
+def test_mismatched_trailing_value_shapes_raise_value_error():
+    k = jnp.arange(3)
+    with pytest.raises(ValueError, match="trailing shape"):
+        jmp.merge_by_key(k, k, jnp.zeros((3, 2)), jnp.zeros((3, 4)))
+    with pytest.raises(TypeError, match="dtype"):
+        jmp.merge_by_key(k, k, jnp.zeros((3, 2)), jnp.zeros((3, 2), jnp.int32))
