@@ -20,6 +20,9 @@ from jax_mergepath import _cpu
 # Merge tiles, read from the native module (tuning.h): 256 threads x {11, 9, 7, 5} items for
 # key + payload bytes {<= 4, <= 8, <= 12, <= 16}. Rows up to a tile long are packed (at most 256
 # per tile); longer rows are cut into tiles. Output lengths around 1 and 2 tiles, +-1.
+DIRECTIONS = [False, True]  # descending=False / True, for parametrize
+DIR_IDS = ["asc", "desc"]
+
 MERGE_TILES = tuple(sorted({_cpu.merge_tile(k, p) for k in (1, 2, 4, 8) for p in (0, 1, 2, 4, 8)}))
 TILE_TOTALS = sorted({t * k + d for t in MERGE_TILES for k in (1, 2) for d in (-1, 0, 1)})
 

@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from merge_checks import (
+    DIR_IDS,
+    DIRECTIONS,
     TILE_TOTALS,
     check_co_rank,
     check_merge,
@@ -29,9 +31,6 @@ from reference import (
 )
 
 import jax_mergepath as jmp
-
-DIRECTIONS = [False, True]
-DIR_IDS = ["asc", "desc"]
 
 # (m, n): 0/1/2, 2^k +- 1 on each side and in total, around likely tile sizes, skewed, mixed.
 SIZE_PAIRS = [

@@ -9,7 +9,14 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from merge_checks import check_co_rank, check_merge, check_merge_by_key, check_merge_runs
+from merge_checks import (
+    DIR_IDS,
+    DIRECTIONS,
+    check_co_rank,
+    check_merge,
+    check_merge_by_key,
+    check_merge_runs,
+)
 from reference import (
     FLOAT_DTYPES,
     KEY_DTYPES,
@@ -24,9 +31,6 @@ from reference import (
 )
 
 import jax_mergepath as jmp
-
-DIRECTIONS = [False, True]
-DIR_IDS = ["asc", "desc"]
 
 
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)

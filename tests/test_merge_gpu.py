@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from merge_checks import TILE_TOTALS, check_merge, check_merge_by_key
+from merge_checks import DIR_IDS, DIRECTIONS, TILE_TOTALS, check_merge, check_merge_by_key
 from reference import (
     KEY_DTYPES,
     assert_bits_equal,
@@ -25,8 +25,6 @@ import jax_mergepath as jmp
 
 pytestmark = pytest.mark.requires_gpu
 
-DIRECTIONS = [False, True]
-DIR_IDS = ["asc", "desc"]
 GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
 
 

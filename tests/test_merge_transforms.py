@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from merge_checks import check_merge
+from merge_checks import DIR_IDS, DIRECTIONS, check_merge
 from reference import (
     assert_bits_equal,
     random_keys,
@@ -27,10 +27,6 @@ from reference import (
 )
 
 import jax_mergepath as jmp
-
-DIRECTIONS = [False, True]
-DIR_IDS = ["asc", "desc"]
-
 
 # ---------------------------------------------------------------------------------------- jit
 
