@@ -113,14 +113,14 @@ def _move_to_front(x, d, size):
     return jnp.moveaxis(x, d, 0)
 
 
-def _batch_size(args, dims) -> int:
-    return next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+def _batched_to_front(args, dims) -> list:
+    """Every operand with the vmapped dimension first (a leading row dimension to the kernel)."""
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+    return [_move_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
 
 
 def _merge_batching_rule(args, dims, **params):
-    size = _batch_size(args, dims)
-    moved = [_move_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
-    outs = merge_p.bind(*moved, **params)
+    outs = merge_p.bind(*_batched_to_front(args, dims), **params)
     return outs, [0] * len(outs)
 
 
@@ -179,9 +179,7 @@ def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
     mlir.register_lowering(prim, lowering, platform="cuda")
 
     def batching_rule(args, dims, *, descending):
-        size = _batch_size(args, dims)
-        moved = [_move_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
-        return prim.bind(*moved, descending=descending), 0
+        return prim.bind(*_batched_to_front(args, dims), descending=descending), 0
 
     batching.primitive_batchers[prim] = batching_rule
 
