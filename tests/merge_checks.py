@@ -17,9 +17,9 @@ from reference import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
 
-# Merge tiles, read from the native module (tuning.h): 256 threads x {11, 9, 7, 5} items for
-# key + payload bytes {<= 4, <= 8, <= 12, <= 16}. Rows up to a tile long are packed (at most 256
-# per tile); longer rows are cut into tiles. Output lengths around 1 and 2 tiles, +-1.
+# Merge tiles, read from the native module (tuning.h's merge_shape: threads x items by key and
+# payload bytes). Rows up to a tile long are packed (at most 256 per tile); longer rows are cut
+# into tiles. Output lengths around 1 and 2 tiles, +-1.
 DIRECTIONS = [False, True]  # descending=False / True, for parametrize
 DIR_IDS = ["asc", "desc"]
 

@@ -11,7 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from merge_checks import DIR_IDS, DIRECTIONS, TILE_TOTALS, check_merge, check_merge_by_key
+from merge_checks import (
+    DIR_IDS,
+    DIRECTIONS,
+    MERGE_TILES,
+    TILE_TOTALS,
+    check_merge,
+    check_merge_by_key,
+)
 from reference import (
     KEY_DTYPES,
     assert_bits_equal,
@@ -22,9 +29,11 @@ from reference import (
 )
 
 import jax_mergepath as jmp
+from jax_mergepath import _cpu
 
 pytestmark = pytest.mark.requires_gpu
 
+_cpu_tile = _cpu.merge_tile
 GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
 
 
@@ -69,7 +78,8 @@ def test_gpu_tile_sweep_with_values(rng, value_dtype):
 
 
 def test_gpu_batched_tile_sweep(rng):
-    for s in (255, 256, 257, 1407, 1408, 1409, 2815, 2816, 2817):
+    t = _cpu_tile(4, 4)  # int32 keys + int32 indices
+    for s in (255, 256, 257, t // 2 - 1, t // 2, t // 2 + 1, t - 1, t, t + 1):
         a_len = rng.integers(0, s + 1, 33)
         b_len = rng.integers(0, s + 1, 33)
         a = sort_segments(random_keys(rng, np.int32, (33, s)), a_len, sort_tail=False)
@@ -147,6 +157,33 @@ def test_cpu_gpu_bit_identical(rng, dtype, descending):
         return jmp.is_sorted(x, descending=descending)
 
     _assert_same_on_cpu_and_gpu(issorted, rows)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.int64], ids=dtype_id)
+def test_cpu_gpu_bit_identical_many_boundaries(rng, dtype):
+    """More than 4096 tile boundaries: the GPU partition takes its thread-per-boundary path
+    (ffi/cuda/partition.cuh). Ragged rows, both directions, indices, and merge_runs."""
+    rows, m, n = 512, 24000, 20000
+    assert rows * ((m + n) // max(MERGE_TILES) + 1) > 4096
+    a_len, b_len = rng.integers(0, m + 1, rows), rng.integers(0, n + 1, rows)
+    a_len[:3], b_len[:3] = m, n  # full rows too
+    split = rng.integers(0, m + n + 1, rows)
+    for descending in DIRECTIONS:
+        a = sort_segments(random_keys(rng, dtype, (rows, m)), a_len, -1, descending, False)
+        b = sort_segments(random_keys(rng, dtype, (rows, n)), b_len, -1, descending, False)
+
+        def ragged(a, b, la, lb, descending=descending):
+            return jmp.merge(
+                a, b, a_length=la, b_length=lb, descending=descending, return_indices=True
+            )
+
+        _assert_same_on_cpu_and_gpu(ragged, a, b, a_len.astype(np.int32), b_len.astype(np.int32))
+        x = sort_segments(random_keys(rng, dtype, (rows, m + n)), split, -1, descending)
+
+        def runs(x, s, descending=descending):
+            return jmp.merge_runs(x, s, descending=descending)
+
+        _assert_same_on_cpu_and_gpu(runs, x, split.astype(np.int32))
 
 
 def test_cpu_gpu_bit_identical_large_float(rng):

@@ -1,79 +1,29 @@
 // merge_kernels.cu: the CUDA batched merge (merge_p) on the shared merge-path core.
 //
-// Rows longer than a tile ("tiled"): two kernels on `stream`, no allocation, no host sync:
-//   1. partition: co_rank of every tile boundary of every row into the caller's workspace,
-//      (tiles + 1) int32 per row; a warp (32-ary search) or a thread (binary search) each;
+// Rows longer than a tile ("tiled"), on `stream`, no allocation, no host sync:
+//   1. partition (partition.cuh): co_rank of every tile boundary of every row into the caller's
+//      workspace, (tiles + 1) int32 per row;
 //   2. merge: one block per tile loads the tile's exact A and B ranges into shared memory
-//      (coalesced, kItems loads in flight per thread), every thread finds its split by co_rank
-//      in shared memory and merges kItems outputs serially into registers, and the block
-//      stores them back through shared memory, coalesced; indices or values follow.
+//      (tile_io.cuh: 16-byte loads), every thread finds its split by co_rank in shared memory
+//      and merges kItems outputs serially into registers (branch-free when the tile has no
+//      ragged tail), and each warp stores its outputs through shared memory, coalesced;
+//      indices or values follow.
 // Rows no longer than a tile ("packed"): one kernel; a block merges up to kMaxRowsPerTile whole
 // rows, its threads crossing row boundaries, so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges (unsorted input only reorders);
 // in-block positions are int32, global offsets int64. NOTES.md has what was measured and tried.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "merge_launch.h"
+#include "partition.cuh"
+#include "tile_io.cuh"
 
 namespace jax_mergepath {
 namespace {
-
-// ------------------------------------------------------------------ partition
-
-// co_rank(k) of one row by a whole warp: a 32-ary search (32 probes a step, ~6 dependent steps
-// for 2^27 instead of 27) for the smallest i in [lo, hi) with b_first(i, k - 1 - i), else hi:
-// the same split as co_rank's binary search for sorted input. All lanes return it.
-template <typename KeyA, typename KeyB>
-__device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
-                                const KeyA& key_a, const KeyB& key_b) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  int64_t lo = co_rank_lower(k, n);
-  int64_t hi = co_rank_upper(k, m);
-  while (lo < hi) {
-    const int64_t step = (hi - lo + 31) / 32;
-    const int64_t probe = lo + lane * step;
-    const bool in_range = probe < hi;
-    const bool hit = in_range && b_first(probe, k - 1 - probe, mv, nv, key_a, key_b);
-    const unsigned hits = __ballot_sync(0xffffffffu, hit);
-    const unsigned probed = __ballot_sync(0xffffffffu, in_range);
-    if (hits) {
-      const int first = __ffs(hits) - 1;
-      hi = lo + first * step;
-      lo = first > 0 ? lo + (first - 1) * step + 1 : lo;
-    } else {
-      lo = lo + (31 - __clz(probed)) * step + 1;
-    }
-  }
-  return lo;
-}
-
-// Partition: one thread (binary search) or one warp (32-ary search) per tile boundary. Few
-// boundaries: warps cut the latency (~6 dependent steps instead of ~27). Many boundaries: the
-// search is bound by random DRAM reads, and a thread each reads 16x less.
-template <typename Traits, bool kWarpSearch>
-__global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
-                                 const typename Traits::Bits* b_all, typename Traits::Bits flip,
-                                 int64_t tile, int64_t tiles_per_row, int32_t* splits) {
-  using Bits = typename Traits::Bits;
-  const int64_t thread = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  const int64_t id = kWarpSearch ? thread >> 5 : thread;
-  if (id >= layout.rows * (tiles_per_row + 1)) return;  // (whole warps exit together)
-  const int64_t row = id / (tiles_per_row + 1), t = id % (tiles_per_row + 1);
-  const RowGeometry g = row_geometry(layout, row);
-  const Bits* a = a_all + g.a_offset;
-  const Bits* b = b_all + g.b_offset;
-  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
-  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
-  const int64_t k = t * tile < g.m + g.n ? t * tile : g.m + g.n;
-  if constexpr (kWarpSearch) {
-    const int64_t split = warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
-    if ((threadIdx.x & 31) == 0) splits[id] = static_cast<int32_t>(split);
-  } else {
-    splits[id] = static_cast<int32_t>(co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b));
-  }
-}
 
 // ------------------------------------------------------------------ shared pieces
 
@@ -146,38 +96,108 @@ __device__ __forceinline__ void merge_items(typename Traits::Bits flip, int p0, 
   }
 }
 
-// Stores each thread's kItems values (its consecutive outputs) to dst[0, count), coalesced,
-// transposing through shared memory `stage`. Starts and ends with a barrier.
-template <int kThreads, int kItems, typename T>
-__device__ __forceinline__ void store_through_shared(const T (&reg)[kItems], T* stage, T* dst,
-                                                     int count) {
-  __syncthreads();
-#pragma unroll
-  for (int c = 0; c < kItems; ++c) stage[threadIdx.x * kItems + c] = reg[c];
-  __syncthreads();
-#pragma unroll
-  for (int s = 0; s < kItems; ++s) {
-    const int p = s * kThreads + static_cast<int>(threadIdx.x);
-    if (p < count) dst[p] = stage[p];
+// Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges places
+// them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
+template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
+struct MergeShared {
+  static constexpr int kTile = kThreads * kItems;
+  static constexpr int kValueSlots = kPayload == PayloadKind::kValue ? kSharedSlots<Value, kTile> : 1;
+  static constexpr int kElemBytes = std::max({int(sizeof(Bits)),
+                                              kPayload == PayloadKind::kIndex ? 4 : 0,
+                                              kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0});
+  static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
+  static constexpr int kStageBytes =
+      std::max(kSharedSlots<Bits, kTile> * int(sizeof(Bits)), kTile * kElemBytes);
+  alignas(16) unsigned char stage[(kStageBytes + 15) / 16 * 16];
+  alignas(16) Value vals[kValueSlots];
+  __device__ Bits* keys() { return reinterpret_cast<Bits*>(stage); }
+};
+
+// Where a block's two input ranges sit in shared memory: keys at key_loc1 / key_loc2, values at
+// val_loc1 / val_loc2 (kValue only).
+struct TileLocs {
+  int key_loc1 = 0, key_loc2 = 0, val_loc1 = 0, val_loc2 = 0;
+};
+
+// Loads a block's two input ranges (keys, and values when the payload is kValue) into shared
+// memory; all loads of keys and values are in flight together.
+template <int kThreads, PayloadKind kPayload, typename Bits, typename Value, int kItems>
+__device__ __forceinline__ TileLocs load_tile(
+    MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits* keys1,
+    const Bits* keys2, const Value* vals1, const Value* vals2, int c1, int c2) {
+  constexpr int kTile = kThreads * kItems;
+  TileLocs locs;
+  if constexpr (kPayload == PayloadKind::kValue) {
+    load_two_ranges<kThreads, kTile>(vals1, c1, vals2, c2, shared.vals, locs.val_loc1,
+                                     locs.val_loc2);
   }
-  __syncthreads();
+  load_two_ranges<kThreads, kTile>(keys1, c1, keys2, c2, shared.keys(), locs.key_loc1,
+                                   locs.key_loc2);
+  return locs;
 }
 
-// Copies [src1, src1 + c1) then [src2, src2 + c2) into dst[0, c1 + c2) <= kThreads * kItems,
-// coalesced, with kItems independent loads in flight per thread.
-template <int kThreads, int kItems, typename T>
-__device__ __forceinline__ void copy_two_ranges(const T* src1, int c1, const T* src2, int c2,
-                                                T* dst) {
-  T reg[kItems];
+// The block's outputs: keys, then the payload (indices, or values gathered from `vals` at the
+// value positions in src_reg). Call after a barrier that ends every read of the keys in `stage`.
+template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
+__device__ __forceinline__ void store_tile_outputs(
+    MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits (&key_reg)[kItems],
+    const int (&src_reg)[kItems], const int32_t (&index_reg)[kItems], Bits* out,
+    void* out_payload, int count) {
+  constexpr int kRegion = MergeShared<kPayload, Bits, Value, kThreads, kItems>::kRegionBytes;
+  store_warp_striped<kItems, kRegion>(key_reg, shared.stage, out, count);
+  if constexpr (kPayload == PayloadKind::kIndex) {
+    store_warp_striped<kItems, kRegion>(index_reg, shared.stage,
+                                        static_cast<int32_t*>(out_payload), count);
+  } else if constexpr (kPayload == PayloadKind::kValue) {
+    Value value_reg[kItems];
 #pragma unroll
-  for (int s = 0; s < kItems; ++s) {
-    const int p = s * kThreads + static_cast<int>(threadIdx.x);
-    reg[s] = p < c1 ? __ldg(src1 + p) : (p < c1 + c2 ? __ldg(src2 + (p - c1)) : T(0));
+    for (int c = 0; c < kItems; ++c) value_reg[c] = shared.vals[src_reg[c]];
+    store_warp_striped<kItems, kRegion>(value_reg, shared.stage, static_cast<Value*>(out_payload),
+                                        count);
   }
+}
+
+// A thread's kItems consecutive outputs from diagonal `diag` of a tile whose A (m keys) sits at
+// shared position a_loc and B (n keys) at b_loc >= a_loc + m, every key valid (no ragged tail
+// inside the tile). key_reg gets the raw bits, pos_reg each output's shared position. The step is
+// branch-free: the next key always comes from pos + 1, the successor on the side just taken
+// (past a side's end it reads a gap or spare slot, never used), so reads stay inside the
+// kSharedSlots of load_two_ranges whatever the input (i + j = output position < kTile).
+template <typename Traits, int kItems>
+__device__ __forceinline__ void merge_thread_full(const typename Traits::Bits* keys, int a_loc,
+                                                  int m, int b_loc, int n, int diag,
+                                                  typename Traits::Bits flip,
+                                                  typename Traits::Bits (&key_reg)[kItems],
+                                                  int (&pos_reg)[kItems]) {
+  using Bits = typename Traits::Bits;
+  auto order = [&](Bits raw) { return directed_key<Traits>(raw, flip); };
+  const Bits* a = keys + a_loc;
+  const Bits* b_diag = keys + b_loc + diag - 1;  // B[diag - 1 - mid] = b_diag[-mid]
+  int lo = diag > n ? diag - n : 0;
+  int hi = diag < m ? diag : m;
+  while (lo < hi) {  // co_rank: the first mid whose A[mid] comes after B[diag - 1 - mid]
+    const int mid = (lo + hi) >> 1;
+    const bool b_before = order(b_diag[-mid]) < order(a[mid]);
+    hi = b_before ? mid : hi;
+    lo = b_before ? lo : mid + 1;
+  }
+  int i = lo, j = diag - lo;
+  Bits raw_a = a[i], raw_b = keys[b_loc + j];
+  Bits ord_a = order(raw_a), ord_b = order(raw_b);
 #pragma unroll
-  for (int s = 0; s < kItems; ++s) {
-    const int p = s * kThreads + static_cast<int>(threadIdx.x);
-    if (p < c1 + c2) dst[p] = reg[s];
+  for (int c = 0; c < kItems; ++c) {
+    const bool from_b = (j < n) & ((i >= m) | (ord_b < ord_a));
+    const int pos = from_b ? b_loc + j : a_loc + i;
+    key_reg[c] = from_b ? raw_b : raw_a;
+    pos_reg[c] = pos;
+    i += from_b ? 0 : 1;
+    j += from_b ? 1 : 0;
+    const Bits raw = keys[pos + 1];
+    const Bits ord = order(raw);
+    raw_a = from_b ? raw_a : raw;
+    ord_a = from_b ? ord_a : ord;
+    raw_b = from_b ? raw : raw_b;
+    ord_b = from_b ? ord : ord_b;
   }
 }
 
@@ -194,7 +214,9 @@ struct TileRanges {
 __device__ __forceinline__ TileRanges tile_ranges(const MergeLayout& layout,
                                                   const int32_t* splits, int64_t tile_id,
                                                   int64_t tile, int64_t tiles_per_row) {
-  const int64_t row = tile_id / tiles_per_row, t = tile_id % tiles_per_row;
+  // Both fit 32 bits (the launch checks tiles < 2^31): a 32-bit division is ~5x cheaper.
+  const uint32_t row32 = static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(tiles_per_row);
+  const int64_t row = row32, t = tile_id - int64_t{row32} * tiles_per_row;
   const RowGeometry g = row_geometry(layout, row);
   const int64_t row_len = g.m + g.n;
   const int64_t k0 = t * tile;
@@ -216,69 +238,69 @@ __device__ __forceinline__ TileRanges tile_ranges(const MergeLayout& layout,
   return r;
 }
 
-// One block per tile: load the tile's exact A and B ranges, merge, store.
-template <typename Traits, PayloadKind kPayload, typename Value, int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads)
+// One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
+// tail inside them (every tile of a full-length merge) take the branch-free thread merge.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
                        int64_t tiles_per_row) {
   using Bits = typename Traits::Bits;
-  constexpr int kTile = kThreads * kItems;
-  constexpr int kStageBytes =
-      kTile * int(sizeof(Bits) > 4 || kPayload != PayloadKind::kIndex ? sizeof(Bits) : 4);
-  __shared__ __align__(16) unsigned char key_stage[kStageBytes];
-  __shared__ __align__(16) Value vals[kPayload == PayloadKind::kValue ? kTile : 1];
-  Bits* keys = reinterpret_cast<Bits*>(key_stage);
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = kThreads * kItems;
+  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  Bits* keys = shared.keys();
   const bool runs = call.layout.mode == RowMode::kRuns;
   const Bits* a_all = static_cast<const Bits*>(call.a);
   const Bits* b_all = static_cast<const Bits*>(runs ? call.a : call.b);
+  const Value* va_all = static_cast<const Value*>(call.a_values);
+  const Value* vb_all = static_cast<const Value*>(runs ? call.a_values : call.b_values);
   const TileRanges r = tile_ranges(call.layout, splits, blockIdx.x, kTile, tiles_per_row);
   const int count = r.a_count + r.b_count;
-  copy_two_ranges<kThreads, kItems>(a_all + r.a_begin, r.a_count, b_all + r.b_begin, r.b_count,
-                                    keys);
+  const TileLocs locs = load_tile(shared, a_all + r.a_begin, b_all + r.b_begin,
+                                  va_all + r.a_begin, vb_all + r.b_begin, r.a_count, r.b_count);
   __syncthreads();
-  auto segment_at = [&](int p, int& diag) {
-    diag = p;
-    return Segment{0, r.a_count, r.a_count, r.b_count, r.mv, r.nv, r.a_index_base,
-                   r.b_index_base, 0, r.a_count, count};
-  };
   Bits key_reg[kItems];
   int src_reg[kItems];
   int32_t index_reg[kItems];
-  merge_items<Traits, kItems>(flip, static_cast<int>(threadIdx.x) * kItems, count, segment_at,
-                              [&](int pos) { return keys[pos]; }, key_reg, src_reg, index_reg);
-  store_through_shared<kThreads, kItems>(key_reg, keys,
-                                         static_cast<Bits*>(call.out) + r.out_begin, count);
-  if constexpr (kPayload == PayloadKind::kIndex) {
-    store_through_shared<kThreads, kItems>(index_reg, reinterpret_cast<int32_t*>(key_stage),
-                                           static_cast<int32_t*>(call.out_payload) + r.out_begin,
-                                           count);
-  } else if constexpr (kPayload == PayloadKind::kValue) {
-    const Value* va_all = static_cast<const Value*>(call.a_values);
-    const Value* vb_all = static_cast<const Value*>(runs ? call.a_values : call.b_values);
-    copy_two_ranges<kThreads, kItems>(va_all + r.a_begin, r.a_count, vb_all + r.b_begin,
-                                      r.b_count, vals);
-    __syncthreads();
-    Value value_reg[kItems];
+  const int p0 = static_cast<int>(threadIdx.x) * kItems;
+  if (r.mv == r.a_count && r.nv == r.b_count) {
+    int pos_reg[kItems];
+    merge_thread_full<Traits, kItems>(keys, locs.key_loc1, r.a_count, locs.key_loc2, r.b_count,
+                                      p0, flip, key_reg, pos_reg);
 #pragma unroll
-    for (int c = 0; c < kItems; ++c) value_reg[c] = vals[src_reg[c]];
-    store_through_shared<kThreads, kItems>(
-        value_reg, vals, static_cast<Value*>(call.out_payload) + r.out_begin, count);
+    for (int c = 0; c < kItems; ++c) {  // key position -> row index and value position
+      const bool from_b = pos_reg[c] >= locs.key_loc2;
+      const int e = pos_reg[c] - (from_b ? locs.key_loc2 : locs.key_loc1);
+      index_reg[c] = e + (from_b ? r.b_index_base : r.a_index_base);
+      src_reg[c] = e + (from_b ? locs.val_loc2 : locs.val_loc1);
+    }
+  } else {
+    auto segment_at = [&](int p, int& diag) {
+      diag = p;
+      return Segment{locs.key_loc1, locs.key_loc2, r.a_count, r.b_count, r.mv, r.nv,
+                     r.a_index_base, r.b_index_base, locs.val_loc1, locs.val_loc2, count};
+    };
+    merge_items<Traits, kItems>(flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },
+                                key_reg, src_reg, index_reg);
   }
+  __syncthreads();  // every thread is done reading the keys in shared.stage
+  store_tile_outputs(shared, key_reg, src_reg, index_reg,
+                     static_cast<Bits*>(call.out) + r.out_begin,
+                     kPayload == PayloadKind::kNone
+                         ? nullptr
+                         : static_cast<void*>(static_cast<Value*>(call.out_payload) + r.out_begin),
+                     count);
 }
 
 // ------------------------------------------------------------------ packed (short rows)
 
-template <typename Traits, PayloadKind kPayload, typename Value, int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads) merge_packed_kernel(MergeCall call,
-                                                                typename Traits::Bits flip) {
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
+    merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
   using Bits = typename Traits::Bits;
-  constexpr int kTile = kThreads * kItems;
-  constexpr int kStageBytes =
-      kTile * (sizeof(Bits) > sizeof(Value) ? sizeof(Bits) : sizeof(Value));
-  __shared__ __align__(16) unsigned char stage_bytes[kStageBytes > 4 * kTile ? kStageBytes
-                                                                              : 4 * kTile];
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = kThreads * kItems;
+  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
   __shared__ int row_split[kMaxRowsPerTile], row_mv[kMaxRowsPerTile], row_nv[kMaxRowsPerTile];
-  Bits* keys = reinterpret_cast<Bits*>(stage_bytes);
+  Bits* keys = shared.keys();
 
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
@@ -306,7 +328,8 @@ __global__ void __launch_bounds__(kThreads) merge_packed_kernel(MergeCall call,
   const int c1 = runs ? count : rows_here * m;
   const int c2 = runs ? 0 : rows_here * n;
   const int64_t out_begin = row0 * row_len;
-  copy_two_ranges<kThreads, kItems>(a_all + in1, c1, b_all + in2, c2, keys);
+  const TileLocs locs =
+      load_tile(shared, a_all + in1, b_all + in2, va_all + in1, vb_all + in2, c1, c2);
   __syncthreads();
 
   auto segment_at = [&](int p, int& diag) {
@@ -317,12 +340,14 @@ __global__ void __launch_bounds__(kThreads) merge_packed_kernel(MergeCall call,
     s.n = row_len - s.m;
     s.mv = row_mv[r];
     s.nv = row_nv[r];
-    s.a_loc = runs ? r * row_len : r * m;
-    s.b_loc = runs ? s.a_loc + s.m : rows_here * m + r * n;
+    const int a_row = runs ? r * row_len : r * m;  // element offsets in the loaded ranges
+    const int b_row = runs ? a_row + s.m : r * n;
+    s.a_loc = locs.key_loc1 + a_row;
+    s.b_loc = (runs ? locs.key_loc1 : locs.key_loc2) + b_row;
     s.a_index_base = 0;
     s.b_index_base = s.m;
-    s.a_src_base = s.a_loc;
-    s.b_src_base = s.b_loc;
+    s.a_src_base = locs.val_loc1 + a_row;
+    s.b_src_base = (runs ? locs.val_loc1 : locs.val_loc2) + b_row;
     s.length = row_len;
     return s;
   };
@@ -331,35 +356,29 @@ __global__ void __launch_bounds__(kThreads) merge_packed_kernel(MergeCall call,
   int32_t index_reg[kItems];
   merge_items<Traits, kItems>(flip, static_cast<int>(threadIdx.x) * kItems, count, segment_at,
                               [&](int pos) { return keys[pos]; }, key_reg, src_reg, index_reg);
-  store_through_shared<kThreads, kItems>(key_reg, keys, static_cast<Bits*>(call.out) + out_begin,
-                                         count);
-  if constexpr (kPayload == PayloadKind::kIndex) {
-    store_through_shared<kThreads, kItems>(
-        index_reg, reinterpret_cast<int32_t*>(stage_bytes),
-        static_cast<int32_t*>(call.out_payload) + out_begin, count);
-  } else if constexpr (kPayload == PayloadKind::kValue) {
-    Value* vals = reinterpret_cast<Value*>(stage_bytes);
-    copy_two_ranges<kThreads, kItems>(va_all + in1, c1, vb_all + in2, c2, vals);
-    __syncthreads();
-    Value value_reg[kItems];
-#pragma unroll
-    for (int c = 0; c < kItems; ++c) value_reg[c] = vals[src_reg[c]];
-    store_through_shared<kThreads, kItems>(value_reg, vals,
-                                           static_cast<Value*>(call.out_payload) + out_begin,
-                                           count);
-  }
+  __syncthreads();  // every thread is done reading the keys in shared.stage
+  store_tile_outputs(shared, key_reg, src_reg, index_reg,
+                     static_cast<Bits*>(call.out) + out_begin,
+                     kPayload == PayloadKind::kNone
+                         ? nullptr
+                         : static_cast<void*>(static_cast<Value*>(call.out_payload) + out_begin),
+                     count);
 }
 
 // ------------------------------------------------------------------ launch
 
-// Up to this many tile boundaries, the partition searches with a warp per boundary.
-inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
-
+// The merge's default tile policy for a key type and payload (tuning.h).
 template <typename Traits, PayloadKind kPayload, typename Value>
+using DefaultPolicy =
+    MergePolicy<int(sizeof(typename Traits::Bits)),
+                kPayload == PayloadKind::kNone ? 0 : int(sizeof(Value))>;
+
+// Enqueues one merge with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks); the
+// workspace holds merge_workspace_elements() int32 for Policy's tile.
+template <typename Traits, PayloadKind kPayload, typename Value,
+          typename Policy = DefaultPolicy<Traits, kPayload, Value>>
 cudaError_t launch(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
   using Bits = typename Traits::Bits;
-  constexpr int kPayloadBytes = kPayload == PayloadKind::kNone ? 0 : int(sizeof(Value));
-  using Policy = MergePolicy<int(sizeof(Bits)), kPayloadBytes>;
   constexpr int kTile = static_cast<int>(Policy::kTile);
   const MergeLayout& layout = call.layout;
   const int64_t row_len = layout.row_length();
@@ -369,32 +388,18 @@ cudaError_t launch(const MergeCall& call, int32_t* workspace, cudaStream_t strea
     const int64_t per_tile = merge_rows_per_tile(kTile, row_len);
     const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;
     if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-    merge_packed_kernel<Traits, kPayload, Value, Policy::kThreads, Policy::kItems>
+    merge_packed_kernel<Traits, kPayload, Value, Policy>
         <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(call, flip);
     return cudaGetLastError();
   }
   const int64_t tiles_per_row = merge_tiles_per_row(kTile, row_len);
   const int64_t num_tiles = layout.rows * tiles_per_row;
-
-  const int64_t boundaries = layout.rows * (tiles_per_row + 1);
-  const Bits* a = static_cast<const Bits*>(call.a);
-  const Bits* b = layout.mode == RowMode::kRuns ? a : static_cast<const Bits*>(call.b);
-  const bool warp_search = boundaries <= kWarpSearchMaxBoundaries;
-  const int64_t per_block = warp_search ? kPartitionThreads / 32 : kPartitionThreads;
-  const int64_t partition_blocks = (boundaries + per_block - 1) / per_block;
-  if (partition_blocks >= (int64_t{1} << 31) || num_tiles >= (int64_t{1} << 31)) {
-    return cudaErrorInvalidConfiguration;
+  if (num_tiles >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  if (cudaError_t err = launch_partition<Traits>(call, kTile, workspace, stream);
+      err != cudaSuccess) {
+    return err;
   }
-  const unsigned pgrid = static_cast<unsigned>(partition_blocks);
-  if (warp_search) {
-    partition_kernel<Traits, true><<<pgrid, kPartitionThreads, 0, stream>>>(
-        layout, a, b, flip, kTile, tiles_per_row, workspace);
-  } else {
-    partition_kernel<Traits, false><<<pgrid, kPartitionThreads, 0, stream>>>(
-        layout, a, b, flip, kTile, tiles_per_row, workspace);
-  }
-  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-  merge_tiled_kernel<Traits, kPayload, Value, Policy::kThreads, Policy::kItems>
+  merge_tiled_kernel<Traits, kPayload, Value, Policy>
       <<<static_cast<unsigned>(num_tiles), Policy::kThreads, 0, stream>>>(call, workspace, flip,
                                                                            tiles_per_row);
   return cudaGetLastError();

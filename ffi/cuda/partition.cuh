@@ -1,0 +1,155 @@
+// partition.cuh: the partition pass of the CUDA tiled merge: for every row and every tile
+// boundary k = t * tile (clamped to the row length), the merge-path split co_rank(k), written to
+// the workspace as (tiles + 1) int32 per row.
+//
+// Two strategies, by the number of boundaries:
+//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, a 32-ary search (~6 dependent
+//     steps for 2^27): latency is what matters when the grid is small.
+//   * many: one thread per boundary, a binary search on the ABSOLUTE power-of-two grid of A
+//     (grid_co_rank). The pass is bound by random DRAM reads; on the absolute grid the A probes
+//     of the top levels are the same few elements for every boundary (L2 hits), so only the
+//     B probes and the bottom levels of A go to DRAM. (Tried and slower on an H200, NOTES.md:
+//     a 4-ary search, and sampled ranks + a one-tile window search in two kernels.)
+// For sorted input every strategy gives exactly co_rank's split (merge_path.h), so CPU and GPU
+// agree. Unsorted input: every search stays inside [co_rank_lower, co_rank_upper], and the merge
+// kernel clamps tile ranges on top (clamp_split_end), so nothing reads out of bounds.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+
+// Up to this many tile boundaries, the partition searches with a warp per boundary.
+inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
+
+// The directed order keys of one row's A and B, read through the read-only cache.
+template <typename Traits>
+struct RowKeys {
+  using Bits = typename Traits::Bits;
+  const Bits* a;
+  const Bits* b;
+  Bits flip;
+  __device__ Bits key_a(int64_t i) const { return directed_key<Traits>(__ldg(a + i), flip); }
+  __device__ Bits key_b(int64_t j) const { return directed_key<Traits>(__ldg(b + j), flip); }
+};
+
+template <typename Traits>
+__device__ __forceinline__ RowKeys<Traits> row_keys(const RowGeometry& g,
+                                                     const typename Traits::Bits* a_all,
+                                                     const typename Traits::Bits* b_all,
+                                                     typename Traits::Bits flip) {
+  return RowKeys<Traits>{a_all + g.a_offset, b_all + g.b_offset, flip};
+}
+
+// co_rank(k) of one row by a whole warp: a 32-ary search (32 probes a step) for the smallest i
+// in [lo, hi) with b_first(i, k - 1 - i), else hi: the same split as co_rank's binary search for
+// sorted input. All lanes return it.
+template <typename KeyA, typename KeyB>
+__device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
+                                const KeyA& key_a, const KeyB& key_b) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int64_t lo = co_rank_lower(k, n);
+  int64_t hi = co_rank_upper(k, m);
+  while (lo < hi) {
+    const int64_t step = (hi - lo + 31) / 32;
+    const int64_t probe = lo + lane * step;
+    const bool in_range = probe < hi;
+    const bool hit = in_range && b_first(probe, k - 1 - probe, mv, nv, key_a, key_b);
+    const unsigned hits = __ballot_sync(0xffffffffu, hit);
+    const unsigned probed = __ballot_sync(0xffffffffu, in_range);
+    if (hits) {
+      const int first = __ffs(hits) - 1;
+      hi = lo + first * step;
+      lo = first > 0 ? lo + (first - 1) * step + 1 : lo;
+    } else {
+      lo = lo + (31 - __clz(probed)) * step + 1;
+    }
+  }
+  return lo;
+}
+
+// One warp per tile boundary (the few-boundaries strategy).
+template <typename Traits>
+__global__ void warp_partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
+                                      const typename Traits::Bits* b_all,
+                                      typename Traits::Bits flip, int64_t tile,
+                                      int64_t tiles_per_row, int32_t* splits) {
+  const int64_t id = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  if (id >= layout.rows * (tiles_per_row + 1)) return;  // whole warps exit together
+  const int64_t row = id / (tiles_per_row + 1), t = id % (tiles_per_row + 1);
+  const RowGeometry g = row_geometry(layout, row);
+  const RowKeys<Traits> keys = row_keys<Traits>(g, a_all, b_all, flip);
+  const int64_t k = t * tile < g.m + g.n ? t * tile : g.m + g.n;
+  const int64_t split = warp_co_rank(
+      k, g.m, g.n, g.mv, g.nv, [&](int64_t i) { return keys.key_a(i); },
+      [&](int64_t j) { return keys.key_b(j); });
+  if ((threadIdx.x & 31) == 0) splits[id] = static_cast<int32_t>(split);
+}
+
+// co_rank(k) by one thread: the first i in [lo, hi) with b_first(i, k - 1 - i), else hi, found
+// as the count of leading i in [0, m) for which "i >= hi or (i >= lo and b_first)" is false,
+// walking powers of two from 0 (probes outside [lo, hi) read nothing).
+template <typename KeyA, typename KeyB>
+__device__ int64_t grid_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
+                                const KeyA& key_a, const KeyB& key_b) {
+  const int64_t lo = co_rank_lower(k, n), hi = co_rank_upper(k, m);
+  int64_t count = 0;  // every i < count is known to precede the split
+  for (int64_t step = m > 0 ? int64_t{1} << (63 - __clzll(m)) : 0; step > 0; step >>= 1) {
+    const int64_t i = count + step - 1;
+    if (i >= hi) continue;
+    if (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b)) count += step;
+  }
+  return count < lo ? lo : (count > hi ? hi : count);  // (a no-op unless the input is unsorted)
+}
+
+// One thread per tile boundary (the many-boundaries strategy).
+template <typename Traits>
+__global__ void thread_partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
+                                        const typename Traits::Bits* b_all,
+                                        typename Traits::Bits flip, int64_t tile,
+                                        int64_t tiles_per_row, int32_t* splits) {
+  const int64_t id = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (id >= layout.rows * (tiles_per_row + 1)) return;
+  const int64_t row = id / (tiles_per_row + 1), t = id % (tiles_per_row + 1);
+  const RowGeometry g = row_geometry(layout, row);
+  const RowKeys<Traits> keys = row_keys<Traits>(g, a_all, b_all, flip);
+  const int64_t k = t * tile < g.m + g.n ? t * tile : g.m + g.n;
+  splits[id] = static_cast<int32_t>(grid_co_rank(
+      k, g.m, g.n, g.mv, g.nv, [&](int64_t i) { return keys.key_a(i); },
+      [&](int64_t j) { return keys.key_b(j); }));
+}
+
+// Enqueues the partition pass of a tiled merge (rows longer than `tile`): the split of every
+// tile boundary of every row into workspace[0, rows * (tiles + 1)).
+template <typename Traits>
+cudaError_t launch_partition(const MergeCall& call, int64_t tile, int32_t* workspace,
+                             cudaStream_t stream) {
+  using Bits = typename Traits::Bits;
+  const MergeLayout& layout = call.layout;
+  const int64_t tiles_per_row = merge_tiles_per_row(tile, layout.row_length());
+  const int64_t boundaries = layout.rows * (tiles_per_row + 1);
+  const Bits* a = static_cast<const Bits*>(call.a);
+  const Bits* b = layout.mode == RowMode::kRuns ? a : static_cast<const Bits*>(call.b);
+  const Bits flip = direction_mask<Traits>(call.descending);
+  const bool warp_search = boundaries <= kWarpSearchMaxBoundaries;
+  const int64_t per_block = warp_search ? kPartitionThreads / 32 : kPartitionThreads;
+  const int64_t blocks = (boundaries + per_block - 1) / per_block;
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (warp_search) {
+    warp_partition_kernel<Traits><<<grid, kPartitionThreads, 0, stream>>>(
+        layout, a, b, flip, tile, tiles_per_row, workspace);
+    return cudaGetLastError();
+  }
+  thread_partition_kernel<Traits><<<grid, kPartitionThreads, 0, stream>>>(
+      layout, a, b, flip, tile, tiles_per_row, workspace);
+  return cudaGetLastError();
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,253 @@
+// tile_sweep.cu: times the CUDA merge (partition + tiled merge, the production kernels) for
+// several tile policies on one GPU, to choose tuning.h's MergePolicy. Every variant's output is
+// checked against std::merge before it is timed. Prints device time (CUDA events around each
+// call, median of warm repeats), GB/s (inputs read once + outputs written once) and % of a
+// cudaMemcpyDeviceToDevice of the same bytes measured in the same run.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
+//        tests/gpu/tile_sweep.cu -o /tmp/tile_sweep
+//   /tmp/tile_sweep [log2_total=27] [repeats=20] [only=-1: the variant number to run, for ncu]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../../ffi/cuda/merge_kernels.cu"
+
+namespace jmp = jax_mergepath;
+
+#define CHECK_CUDA(expr)                                                              \
+  do {                                                                                \
+    cudaError_t err_ = (expr);                                                        \
+    if (err_ != cudaSuccess) {                                                        \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr,              \
+                   cudaGetErrorString(err_));                                         \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+template <int kThreadsT, int kItemsT, int kMinBlocksT>
+struct Sweep {
+  static constexpr int kThreads = kThreadsT;
+  static constexpr int kItems = kItemsT;
+  static constexpr int kMinBlocks = kMinBlocksT;
+  static constexpr int64_t kTile = int64_t{kThreadsT} * kItemsT;
+};
+
+struct Inputs {
+  int64_t m = 0, n = 0;
+  int key_bytes = 4;
+  void *a = nullptr, *b = nullptr, *va = nullptr, *vb = nullptr;
+  void *out = nullptr, *out_vals = nullptr, *copy_dst = nullptr;
+  int32_t* workspace = nullptr;
+  std::vector<uint64_t> expect_keys;  // raw bits, widened
+  std::vector<uint32_t> expect_vals;  // source position in [A | B]
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename F>
+float time_ms(F&& f, int repeats) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  for (int w = 0; w < 3; ++w) f();
+  std::vector<float> times;
+  for (int r = 0; r < repeats; ++r) {
+    CHECK_CUDA(cudaEventRecord(start));
+    f();
+    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  return median(times);
+}
+
+// Sorted keys with random gaps (A and B interleave evenly), values = position in [A | B].
+template <typename Bits>
+Inputs make_inputs(int64_t m, int64_t n, bool is_float, uint64_t seed) {
+  Inputs in;
+  in.m = m;
+  in.n = n;
+  in.key_bytes = sizeof(Bits);
+  std::mt19937_64 gen(seed);
+  auto sorted = [&](int64_t len) {
+    std::vector<Bits> v(len);
+    int64_t x = -(int64_t{1} << 29);
+    for (int64_t i = 0; i < len; ++i) {
+      x += static_cast<int64_t>(gen() & 3);
+      if (is_float) {
+        const float f = static_cast<float>(x) * 0.5f;
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        v[i] = static_cast<Bits>(bits);
+      } else {
+        v[i] = static_cast<Bits>(x);
+      }
+    }
+    return v;
+  };
+  const std::vector<Bits> a = sorted(m), b = sorted(n);
+  auto as_number = [&](Bits bits) -> double {
+    if (is_float) {
+      float f;
+      const uint32_t u = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    return static_cast<double>(static_cast<std::make_signed_t<Bits>>(bits));
+  };
+  in.expect_keys.resize(m + n);
+  in.expect_vals.resize(m + n);
+  int64_t i = 0, j = 0;
+  for (int64_t k = 0; k < m + n; ++k) {
+    const bool from_b = j < n && (i >= m || as_number(b[j]) < as_number(a[i]));
+    in.expect_keys[k] = from_b ? b[j] : a[i];
+    in.expect_vals[k] = static_cast<uint32_t>(from_b ? m + j++ : i++);
+  }
+  std::vector<uint32_t> va(m), vb(n);
+  for (int64_t q = 0; q < m; ++q) va[q] = static_cast<uint32_t>(q);
+  for (int64_t q = 0; q < n; ++q) vb[q] = static_cast<uint32_t>(m + q);
+  const size_t kb = sizeof(Bits);
+  CHECK_CUDA(cudaMalloc(&in.a, m * kb));
+  CHECK_CUDA(cudaMalloc(&in.b, n * kb));
+  CHECK_CUDA(cudaMalloc(&in.va, m * 4));
+  CHECK_CUDA(cudaMalloc(&in.vb, n * 4));
+  CHECK_CUDA(cudaMalloc(&in.out, (m + n) * kb));
+  CHECK_CUDA(cudaMalloc(&in.out_vals, (m + n) * 4));
+  CHECK_CUDA(cudaMalloc(&in.copy_dst, (m + n) * kb));
+  CHECK_CUDA(cudaMalloc(&in.workspace, ((m + n) / 128 + 2) * 4));
+  CHECK_CUDA(cudaMemcpy(in.a, a.data(), m * kb, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(in.b, b.data(), n * kb, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(in.va, va.data(), m * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(in.vb, vb.data(), n * 4, cudaMemcpyHostToDevice));
+  return in;
+}
+
+void free_inputs(Inputs& in) {
+  for (void* p : {in.a, in.b, in.va, in.vb, in.out, in.out_vals, in.copy_dst,
+                  static_cast<void*>(in.workspace)}) {
+    CHECK_CUDA(cudaFree(p));
+  }
+}
+
+int g_variant = 0;
+
+template <typename Traits, jmp::PayloadKind kPayload, typename Policy>
+void run_variant(const char* label, Inputs& in, int repeats, int only, float copy_ms) {
+  using Bits = typename Traits::Bits;
+  const int variant = g_variant++;
+  if (only >= 0 && variant != only) return;
+  jmp::MergeCall call{};
+  call.key_type = jmp::KeyType::kS32;
+  call.descending = false;
+  call.payload = kPayload;
+  call.value_bytes = 4;
+  call.layout = jmp::MergeLayout{jmp::RowMode::kSeparate, 1, in.m, in.n, nullptr, nullptr};
+  call.a = in.a;
+  call.b = in.b;
+  call.out = in.out;
+  call.a_values = in.va;
+  call.b_values = in.vb;
+  call.out_payload = in.out_vals;
+  auto go = [&] {
+    CHECK_CUDA((jmp::launch<Traits, kPayload, uint32_t, Policy>(call, in.workspace, nullptr)));
+  };
+  const int64_t total = in.m + in.n;
+  CHECK_CUDA(cudaMemset(in.out, 0, total * sizeof(Bits)));
+  CHECK_CUDA(cudaMemset(in.out_vals, 0, total * 4));
+  go();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<Bits> got(total);
+  std::vector<uint32_t> got_vals(total);
+  CHECK_CUDA(cudaMemcpy(got.data(), in.out, total * sizeof(Bits), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got_vals.data(), in.out_vals, total * 4, cudaMemcpyDeviceToHost));
+  int64_t bad = 0;
+  for (int64_t k = 0; k < total; ++k) {
+    bad += static_cast<uint64_t>(got[k]) != in.expect_keys[k];
+    if (kPayload == jmp::PayloadKind::kValue) bad += got_vals[k] != in.expect_vals[k];
+  }
+  if (only >= 0) {  // profiling run: one checked call is all ncu needs
+    std::printf("variant %d %s: %s\n", variant, label, bad ? "WRONG" : "ok");
+    return;
+  }
+  const float ms = time_ms(go, repeats);
+  const float partition_ms = time_ms(
+      [&] { CHECK_CUDA(jmp::launch_partition<Traits>(call, Policy::kTile, in.workspace, nullptr)); },
+      repeats);
+  const double bytes =
+      2.0 * total * (sizeof(Bits) + (kPayload == jmp::PayloadKind::kValue ? 4 : 0));
+  const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
+  const double rate = bytes / (ms * 1e-3);
+  std::printf(
+      "%2d %-26s T=%3d I=%2d B=%2d tile=%5lld %7.1f us (partition %5.1f) %7.1f GB/s %5.1f%% of "
+      "copy  %s\n",
+      variant, label, Policy::kThreads, Policy::kItems, Policy::kMinBlocks,
+      static_cast<long long>(Policy::kTile), ms * 1e3, partition_ms * 1e3, rate * 1e-9,
+      100.0 * rate / copy_rate, bad ? "WRONG" : "ok");
+  std::fflush(stdout);
+}
+
+template <typename Bits>
+float copy_time(Inputs& in, int repeats) {
+  const size_t bytes = (in.m + in.n) * sizeof(Bits);
+  return time_ms([&] { CHECK_CUDA(cudaMemcpyAsync(in.copy_dst, in.out, bytes,
+                                                  cudaMemcpyDeviceToDevice)); },
+                 repeats);
+}
+
+int main(int argc, char** argv) {
+  const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
+  const int only = argc > 3 ? std::atoi(argv[3]) : -1;
+  const int64_t half = int64_t{1} << (log2_total - 1);
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s, 2^%d outputs (2^%d + 2^%d)\n", prop.name, log2_total, log2_total - 1,
+              log2_total - 1);
+  using S32 = jmp::S32Key;
+  using F32 = jmp::F32Key;
+  using S64 = jmp::S64Key;
+  using jmp::PayloadKind;
+  {
+    Inputs in = make_inputs<uint32_t>(half, half, false, 1);
+    const float copy_ms = copy_time<uint32_t>(in, repeats);
+    std::printf("copy of %lld bytes: %.1f us = %.1f GB/s (read + write)\n",
+                static_cast<long long>(2 * half * 4), copy_ms * 1e3,
+                2.0 * 2 * half * 4 / (copy_ms * 1e-3) * 1e-9);
+#define RUN(T, P, TH, IT, MB, LABEL) \
+  run_variant<T, PayloadKind::P, Sweep<TH, IT, MB>>(LABEL, in, repeats, only, copy_ms)
+    RUN(S32, kNone, 256, 19, 8, "int32 keys");
+    RUN(S32, kNone, 256, 17, 8, "int32 keys");
+    RUN(S32, kNone, 256, 21, 8, "int32 keys");
+    RUN(S32, kValue, 256, 15, 6, "int32 keys + int32 values");
+    RUN(S32, kValue, 256, 13, 6, "int32 keys + int32 values");
+    RUN(S32, kValue, 256, 17, 6, "int32 keys + int32 values");
+    free_inputs(in);
+  }
+  {
+    Inputs in = make_inputs<uint32_t>(half, half, true, 2);
+    const float copy_ms = copy_time<uint32_t>(in, repeats);
+    RUN(F32, kNone, 256, 19, 8, "float32 keys");
+    RUN(F32, kNone, 256, 15, 8, "float32 keys");
+    free_inputs(in);
+  }
+  {
+    Inputs in = make_inputs<uint64_t>(half, half, false, 3);
+    const float copy_ms = copy_time<uint64_t>(in, repeats);
+    RUN(S64, kNone, 256, 11, 6, "int64 keys");
+    RUN(S64, kNone, 256, 13, 6, "int64 keys");
+    RUN(S64, kNone, 256, 9, 8, "int64 keys");
+    free_inputs(in);
+  }
+  return 0;
+}
