@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jax_mergepath as jmp
+from jax_mergepath import _cpu
 
 
 def check(got, want, what: str) -> None:
@@ -24,7 +25,10 @@ def check(got, want, what: str) -> None:
 def main() -> None:
     rng = np.random.default_rng(0)
     assert jax.devices()[0].platform == "gpu", jax.devices()
-    for m, n, rows in [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (2816, 1, 2)]:
+    tile = _cpu.merge_tile(4, 0)  # int32 keys, no payload
+    cases = [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (tile, 1, 2), (tile + 3, tile - 1, 2)]
+    cases.append((2 * tile + 5, 2 * tile - 7, 1100))  # > 4096 boundaries: thread partition
+    for m, n, rows in cases:
         a = np.sort(rng.integers(0, 50, (rows, m)), axis=-1).astype(np.int32)
         b = np.sort(rng.integers(0, 50, (rows, n)), axis=-1).astype(np.int32)
         cat = np.concatenate([a, b], -1)
@@ -45,6 +49,8 @@ def main() -> None:
         jax.block_until_ready(jmp.co_rank(ks, a, b))
     unsorted = rng.integers(0, 1000, 10000).astype(np.int32)
     jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
+    many = rng.integers(0, 1000, (1100, 2 * tile)).astype(np.int32)  # unsorted, many boundaries
+    jax.block_until_ready(jmp.merge(many, many[:, ::-1].copy(), return_indices=True))
     print("sanitizer cases OK")
 
 
