@@ -120,7 +120,8 @@ struct TileLocs {
 };
 
 // Loads a block's two input ranges (keys, and values when the payload is kValue) into shared
-// memory; all loads of keys and values are in flight together.
+// memory, values first. (The compiled kernels with values, under their register cap, store the
+// values before issuing the key loads: two round trips a tile, not one; NOTES.md.)
 template <int kThreads, PayloadKind kPayload, typename Bits, typename Value, int kItems>
 __device__ __forceinline__ TileLocs load_tile(
     MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits* keys1,
@@ -270,7 +271,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     for (int c = 0; c < kItems; ++c) {  // key position -> row index and value position
       const bool from_b = pos_reg[c] >= locs.key_loc2;
       const int e = pos_reg[c] - (from_b ? locs.key_loc2 : locs.key_loc1);
-      index_reg[c] = e + (from_b ? r.b_index_base : r.a_index_base);
+      // (unsigned: outputs past `count` are never stored and may wrap near 2^31)
+      index_reg[c] = static_cast<int32_t>(static_cast<uint32_t>(e) +
+                                          static_cast<uint32_t>(from_b ? r.b_index_base
+                                                                       : r.a_index_base));
       src_reg[c] = e + (from_b ? locs.val_loc2 : locs.val_loc1);
     }
   } else {

@@ -57,8 +57,9 @@ struct RangePlan {
 };
 
 // Copies [src1, src1 + c1) and [src2, src2 + c2) (c1 + c2 <= kTile) into `shared`, returning
-// their shared positions in loc1 / loc2. All global loads are issued before the first shared
-// store. Needs kThreads >= 128 (warps 0-3 load the four unaligned edges).
+// their shared positions in loc1 / loc2. The source issues every global load before the first
+// shared store (under a tight register cap the compiler may interleave them). Needs
+// kThreads >= 128 (warps 0-3 load the four unaligned edges).
 template <int kThreads, int kTile, typename T>
 __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* src2, int c2,
                                                 T* shared, int& loc1, int& loc2) {
