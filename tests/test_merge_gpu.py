@@ -33,7 +33,6 @@ from jax_mergepath import _cpu
 
 pytestmark = pytest.mark.requires_gpu
 
-_cpu_tile = _cpu.merge_tile
 GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
 
 
@@ -78,7 +77,7 @@ def test_gpu_tile_sweep_with_values(rng, value_dtype):
 
 
 def test_gpu_batched_tile_sweep(rng):
-    t = _cpu_tile(4, 4)  # int32 keys + int32 indices
+    t = _cpu.merge_tile(4, 4)  # int32 keys + int32 indices
     for s in (255, 256, 257, t // 2 - 1, t // 2, t // 2 + 1, t - 1, t, t + 1):
         a_len = rng.integers(0, s + 1, 33)
         b_len = rng.integers(0, s + 1, 33)

@@ -28,25 +28,6 @@ namespace jax_mergepath {
 // Up to this many tile boundaries, the partition searches with a warp per boundary.
 inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
 
-// The directed order keys of one row's A and B, read through the read-only cache.
-template <typename Traits>
-struct RowKeys {
-  using Bits = typename Traits::Bits;
-  const Bits* a;
-  const Bits* b;
-  Bits flip;
-  __device__ Bits key_a(int64_t i) const { return directed_key<Traits>(__ldg(a + i), flip); }
-  __device__ Bits key_b(int64_t j) const { return directed_key<Traits>(__ldg(b + j), flip); }
-};
-
-template <typename Traits>
-__device__ __forceinline__ RowKeys<Traits> row_keys(const RowGeometry& g,
-                                                     const typename Traits::Bits* a_all,
-                                                     const typename Traits::Bits* b_all,
-                                                     typename Traits::Bits flip) {
-  return RowKeys<Traits>{a_all + g.a_offset, b_all + g.b_offset, flip};
-}
-
 // co_rank(k) of one row by a whole warp: a 32-ary search (32 probes a step) for the smallest i
 // in [lo, hi) with b_first(i, k - 1 - i), else hi: the same split as co_rank's binary search for
 // sorted input. All lanes return it.
@@ -74,24 +55,6 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   return lo;
 }
 
-// One warp per tile boundary (the few-boundaries strategy).
-template <typename Traits>
-__global__ void warp_partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
-                                      const typename Traits::Bits* b_all,
-                                      typename Traits::Bits flip, int64_t tile,
-                                      int64_t tiles_per_row, int32_t* splits) {
-  const int64_t id = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
-  if (id >= layout.rows * (tiles_per_row + 1)) return;  // whole warps exit together
-  const int64_t row = id / (tiles_per_row + 1), t = id % (tiles_per_row + 1);
-  const RowGeometry g = row_geometry(layout, row);
-  const RowKeys<Traits> keys = row_keys<Traits>(g, a_all, b_all, flip);
-  const int64_t k = t * tile < g.m + g.n ? t * tile : g.m + g.n;
-  const int64_t split = warp_co_rank(
-      k, g.m, g.n, g.mv, g.nv, [&](int64_t i) { return keys.key_a(i); },
-      [&](int64_t j) { return keys.key_b(j); });
-  if ((threadIdx.x & 31) == 0) splits[id] = static_cast<int32_t>(split);
-}
-
 // co_rank(k) by one thread: the first i in [lo, hi) with b_first(i, k - 1 - i), else hi, found
 // as the count of leading i in [0, m) for which "i >= hi or (i >= lo and b_first)" is false,
 // walking powers of two from 0 (probes outside [lo, hi) read nothing).
@@ -105,24 +68,32 @@ __device__ int64_t grid_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
     if (i >= hi) continue;
     if (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b)) count += step;
   }
-  return count < lo ? lo : (count > hi ? hi : count);  // (a no-op unless the input is unsorted)
+  // The walk ends in [lo, hi] even for unsorted input; the clamp guards the int32 splits anyway.
+  return count < lo ? lo : (count > hi ? hi : count);
 }
 
-// One thread per tile boundary (the many-boundaries strategy).
-template <typename Traits>
-__global__ void thread_partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
-                                        const typename Traits::Bits* b_all,
-                                        typename Traits::Bits flip, int64_t tile,
-                                        int64_t tiles_per_row, int32_t* splits) {
-  const int64_t id = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (id >= layout.rows * (tiles_per_row + 1)) return;
+// One warp (kWarpSearch: warp_co_rank) or one thread (grid_co_rank) per tile boundary.
+template <typename Traits, bool kWarpSearch>
+__global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
+                                 const typename Traits::Bits* b_all, typename Traits::Bits flip,
+                                 int64_t tile, int64_t tiles_per_row, int32_t* splits) {
+  using Bits = typename Traits::Bits;
+  const int64_t thread = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const int64_t id = kWarpSearch ? thread >> 5 : thread;
+  if (id >= layout.rows * (tiles_per_row + 1)) return;  // (whole warps exit together)
   const int64_t row = id / (tiles_per_row + 1), t = id % (tiles_per_row + 1);
   const RowGeometry g = row_geometry(layout, row);
-  const RowKeys<Traits> keys = row_keys<Traits>(g, a_all, b_all, flip);
+  const Bits* a = a_all + g.a_offset;
+  const Bits* b = b_all + g.b_offset;
+  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
+  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
   const int64_t k = t * tile < g.m + g.n ? t * tile : g.m + g.n;
-  splits[id] = static_cast<int32_t>(grid_co_rank(
-      k, g.m, g.n, g.mv, g.nv, [&](int64_t i) { return keys.key_a(i); },
-      [&](int64_t j) { return keys.key_b(j); }));
+  if constexpr (kWarpSearch) {
+    const int64_t split = warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+    if ((threadIdx.x & 31) == 0) splits[id] = static_cast<int32_t>(split);
+  } else {
+    splits[id] = static_cast<int32_t>(grid_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b));
+  }
 }
 
 // Enqueues the partition pass of a tiled merge (rows longer than `tile`): the split of every
@@ -143,12 +114,12 @@ cudaError_t launch_partition(const MergeCall& call, int64_t tile, int32_t* works
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const unsigned grid = static_cast<unsigned>(blocks);
   if (warp_search) {
-    warp_partition_kernel<Traits><<<grid, kPartitionThreads, 0, stream>>>(
+    partition_kernel<Traits, true><<<grid, kPartitionThreads, 0, stream>>>(
         layout, a, b, flip, tile, tiles_per_row, workspace);
-    return cudaGetLastError();
+  } else {
+    partition_kernel<Traits, false><<<grid, kPartitionThreads, 0, stream>>>(
+        layout, a, b, flip, tile, tiles_per_row, workspace);
   }
-  thread_partition_kernel<Traits><<<grid, kPartitionThreads, 0, stream>>>(
-      layout, a, b, flip, tile, tiles_per_row, workspace);
   return cudaGetLastError();
 }
 
