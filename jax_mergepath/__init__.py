@@ -1,10 +1,25 @@
 """jax_mergepath: merge and mergesort for JAX on the GPU and CPU, through the XLA FFI.
 
-The public names of SPEC.md that exist so far (the merge family); see README.md.
+The public names of SPEC.md: the merge family (merge, merge_by_key, merge_runs, co_rank,
+is_sorted) and the sort family (sort, argsort, sort_by_key, lax_sort, searchsorted). See
+README.md.
 """
 
-from jax_mergepath._api import co_rank, is_sorted, merge, merge_by_key, merge_runs
 from jax_mergepath._ffi import HAS_CUDA
+from jax_mergepath._merge import co_rank, is_sorted, merge, merge_by_key, merge_runs
+from jax_mergepath._sort import argsort, lax_sort, searchsorted, sort, sort_by_key
 
-__all__ = ["HAS_CUDA", "co_rank", "is_sorted", "merge", "merge_by_key", "merge_runs"]
-__version__ = "0.1.0"
+__all__ = [
+    "HAS_CUDA",
+    "argsort",
+    "co_rank",
+    "is_sorted",
+    "lax_sort",
+    "merge",
+    "merge_by_key",
+    "merge_runs",
+    "searchsorted",
+    "sort",
+    "sort_by_key",
+]
+__version__ = "0.2.0"

@@ -1,15 +1,30 @@
 """Loads the native modules and registers their XLA FFI targets.
 
 Contract: importing this never fails because CUDA is missing; `HAS_CUDA` says whether the CUDA
-module was built and loaded. Targets are registered for platform "cpu" and "CUDA" (spelled so:
-other spellings register silently and are never found).
+module was built and loaded, `require_cuda_target` explains at lowering time why a GPU call
+cannot run. A missing CPU module (the source tree imported without a build) raises an
+ImportError that says how to build. Targets are registered for platform "cpu" and "CUDA"
+(spelled so: other spellings register silently and are never found).
 """
 
 from __future__ import annotations
 
+import os
+
 import jax
 
-from jax_mergepath import _cpu
+_SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+try:
+    from jax_mergepath import _cpu
+except ImportError as err:  # the package's source folder imported without its build
+    raise ImportError(
+        f"jax_mergepath's native module _cpu is missing from {_SOURCE_DIR}: this is the "
+        "package's source folder, imported without a build (running Python from the "
+        "repository root puts it first on sys.path). Build it in place with "
+        "`pip install -e .` from the repository root (README.md), or run from another "
+        f"directory with the package installed. (Import error: {err})"
+    ) from err
 
 try:  # the CUDA module exists only when the package was built with the CUDA toolkit
     from jax_mergepath import _cuda  # type: ignore[attr-defined]
@@ -21,6 +36,9 @@ else:
 
 HAS_CUDA = _cuda is not None
 
+CPU_TARGETS = frozenset(_cpu.registrations())
+CUDA_TARGETS = frozenset(_cuda.registrations()) if _cuda is not None else frozenset()
+
 for _name, _capsule in _cpu.registrations().items():
     jax.ffi.register_ffi_target(_name, _capsule, platform="cpu")
 if _cuda is not None:
@@ -28,6 +46,43 @@ if _cuda is not None:
         jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA")
 
 
-def merge_workspace_elements(key_bytes: int, payload_bytes: int, rows: int, row_length: int) -> int:
+def _has_gpu_backend() -> bool:
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+def require_cuda_target(target: str, op: str) -> None:
+    """Raise, at lowering time, a clear error when a GPU call cannot run: the package was built
+    without CUDA, or this operation has no CUDA kernels yet. (Exporting for CUDA from a machine
+    without a GPU, jax.export's cross-lowering, needs no CUDA module and is let through.)"""
+    if not _has_gpu_backend():
+        return
+    if _cuda is None:
+        raise RuntimeError(
+            f"jax_mergepath.{op} was called on a GPU, but this jax_mergepath was built without "
+            "CUDA (the _cuda module did not load"
+            + (f": {CUDA_IMPORT_ERROR}" if CUDA_IMPORT_ERROR else "")
+            + "). Rebuild with the CUDA toolkit (nvcc) on PATH: `JMP_CUDA=ON pip install -e .`, "
+            "or run on the CPU (JAX_PLATFORMS=cpu / jax.default_device)."
+        )
+    if target not in CUDA_TARGETS:
+        raise NotImplementedError(
+            f"jax_mergepath.{op} has no CUDA kernels in this build yet (FFI target {target}); "
+            "run it on the CPU (jax.default_device(jax.devices('cpu')[0]))."
+        )
+
+
+def merge_workspace_elements(
+    key_bytes: int, payload: int, value_bytes: int, rows: int, m: int, n: int
+) -> int:
     """int32 elements of the CUDA merge's partition workspace (tile policy from tuning.h)."""
-    return int(_cpu.merge_workspace_elements(key_bytes, payload_bytes, rows, row_length))
+    return int(_cpu.merge_workspace_elements(key_bytes, payload, value_bytes, rows, m, n))
+
+
+def sort_partition_elements(
+    key_bytes: int, payload: int, value_bytes: int, rows: int, length: int
+) -> int:
+    """int32 elements of the CUDA sort's partition workspace (tuning.h)."""
+    return int(_cpu.sort_partition_elements(key_bytes, payload, value_bytes, rows, length))

@@ -11,6 +11,11 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs) -> [out, pay
   kernel reads only a. out is (*B, m + n) (runs: (*B, d)).
 co_rank_p(k, a, b, descending) -> i: k int32 (*B, q), a (*B, m), b (*B, n); i int32 (*B, q).
 is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
+sort_p(keys, *values, descending, payload) -> [keys, payload_out?]: keys (*B, d); payload NONE,
+  INDEX (int32 positions: argsort) or VALUE (values (*B, d), moved with the keys). The lowering
+  adds the workspace as results: spare keys, spare payload, one uint8 a row (and the CUDA
+  partition splits).
+searchsorted_p(a, v, right, sorted_v) -> i: a (*B, n) sorted, v (*B, q); i int32 (*B, q).
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from jax.interpreters import ad, batching, mlir
 from jax_mergepath import _ffi
 
 
-class Payload(enum.IntEnum):
+class Payload(enum.IntEnum):  # key_types.h's PayloadKind
     NONE = 0
     INDEX = 1
     VALUE = 2
+    RANKS_OF_A = 3
+    RANKS_OF_B = 4
 
 
 # ---------------------------------------------------------------- merge_p
@@ -81,25 +88,36 @@ def _merge_cpu_lowering(ctx, *args, descending, payload, runs):
     return rule(ctx, *args, descending=descending, payload=np.int64(payload), runs=runs)
 
 
+def _value_bytes(payload: int, values_aval) -> int:
+    return values_aval.dtype.itemsize if payload == Payload.VALUE else 0
+
+
+def _rows(aval) -> int:
+    return int(np.prod(aval.shape[:-1], dtype=np.int64))
+
+
+def _lower_with_workspace(ctx, target: str, workspace: list, *args, **attrs):
+    """The FFI call of `target` with internal workspace buffers appended to its results (sized
+    here, never allocated by a handler); returns only the primitive's own results."""
+    ctx = ctx.replace(avals_out=[*ctx.avals_out, *workspace])
+    results = jax.ffi.ffi_lowering(target)(ctx, *args, **attrs)
+    return results[: len(results) - len(workspace)]
+
+
 def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
+    _ffi.require_cuda_target("jmp_merge", "merge_runs" if runs else "merge")
     a_aval, b_aval = ctx.avals_in[0], ctx.avals_in[1]
-    payload_bytes = {
-        Payload.NONE: 0,
-        Payload.INDEX: 4,
-        Payload.VALUE: ctx.avals_in[-1].dtype.itemsize if payload == Payload.VALUE else 0,
-    }[Payload(payload)]
-    rows = int(np.prod(a_aval.shape[:-1], dtype=np.int64))
-    workspace = _ffi.merge_workspace_elements(
-        a_aval.dtype.itemsize,
-        payload_bytes,
-        rows,
-        _merge_out_length(a_aval.shape, b_aval.shape, runs),
+    m = a_aval.shape[-1]
+    n = 0 if runs else b_aval.shape[-1]
+    splits = _ffi.merge_workspace_elements(
+        a_aval.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(a_aval),
+        m, n,
     )
-    ws_aval = ShapedArray((workspace,), np.int32)
-    ctx = ctx.replace(avals_out=[*ctx.avals_out, ws_aval])
-    rule = jax.ffi.ffi_lowering("jmp_merge")
-    results = rule(ctx, *args, descending=descending, payload=np.int64(payload), runs=runs)
-    return results[:-1]  # the workspace is internal
+    workspace = [ShapedArray((splits,), np.int32)]
+    return _lower_with_workspace(
+        ctx, "jmp_merge", workspace, *args, descending=descending, payload=np.int64(payload),
+        runs=runs,
+    )
 
 
 mlir.register_lowering(merge_p, _merge_cpu_lowering, platform="cpu")
@@ -175,8 +193,12 @@ def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
     def lowering(ctx, *args, descending):
         return jax.ffi.ffi_lowering(target)(ctx, *args, descending=descending)
 
+    def cuda_lowering(ctx, *args, descending):
+        _ffi.require_cuda_target(target, name.removeprefix("jmp_"))
+        return lowering(ctx, *args, descending=descending)
+
     mlir.register_lowering(prim, lowering, platform="cpu")
-    mlir.register_lowering(prim, lowering, platform="cuda")
+    mlir.register_lowering(prim, cuda_lowering, platform="cuda")
 
     def batching_rule(args, dims, *, descending):
         return prim.bind(*_batched_to_front(args, dims), descending=descending), 0
@@ -202,3 +224,136 @@ is_sorted_p = _query_primitive(
     "jmp_is_sorted",
     lambda x, *, descending: ShapedArray(x.shape[:-1], np.bool_),
 )
+
+
+# ---------------------------------------------------------------- sort_p
+
+sort_p = Primitive("jmp_sort")
+sort_p.multiple_results = True
+
+
+def _sort_abstract_eval(keys, *values, descending, payload):
+    del descending
+    outs = [ShapedArray(keys.shape, keys.dtype)]
+    if payload == Payload.INDEX:
+        outs.append(ShapedArray(keys.shape, np.int32))
+    elif payload == Payload.VALUE:
+        outs.append(ShapedArray(keys.shape, values[0].dtype))
+    return outs
+
+
+sort_p.def_abstract_eval(_sort_abstract_eval)
+sort_p.def_impl(_eager_impl(sort_p))
+
+
+def _sort_workspace(ctx, payload: int) -> list:
+    """Spare keys and payload (the passes' ping-pong halves) and one flag byte a row."""
+    keys = ctx.avals_in[0]
+    spare = [ShapedArray(keys.shape, keys.dtype)]
+    if payload != Payload.NONE:
+        spare.append(ctx.avals_out[1])
+    return [*spare, ShapedArray((max(_rows(keys), 1),), np.uint8)]
+
+
+def _sort_cpu_lowering(ctx, *args, descending, payload):
+    return _lower_with_workspace(
+        ctx, "jmp_sort", _sort_workspace(ctx, payload), *args, descending=descending,
+        payload=np.int64(payload),
+    )
+
+
+def _sort_cuda_lowering(ctx, *args, descending, payload):
+    _ffi.require_cuda_target("jmp_sort", "sort")
+    keys = ctx.avals_in[0]
+    splits = _ffi.sort_partition_elements(
+        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(keys),
+        keys.shape[-1],
+    )
+    workspace = [*_sort_workspace(ctx, payload), ShapedArray((splits,), np.int32)]
+    return _lower_with_workspace(
+        ctx, "jmp_sort", workspace, *args, descending=descending, payload=np.int64(payload)
+    )
+
+
+mlir.register_lowering(sort_p, _sort_cpu_lowering, platform="cpu")
+mlir.register_lowering(sort_p, _sort_cuda_lowering, platform="cuda")
+
+
+def _sort_batching_rule(args, dims, **params):
+    outs = sort_p.bind(*_batched_to_front(args, dims), **params)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[sort_p] = _sort_batching_rule
+
+
+def _sort_jvp(primals, tangents, *, descending, payload):
+    keys, *values = primals
+    sorted_keys, idx = sort_p.bind(keys, descending=descending, payload=int(Payload.INDEX))
+    primal_out = [sorted_keys]
+    tangent_out = [_gather_tangent(tangents[:1], [keys], idx, runs=True)]
+    if payload == Payload.INDEX:
+        primal_out.append(idx)
+        tangent_out.append(ad.Zero(jax.typeof(idx).to_tangent_aval()))
+    elif payload == Payload.VALUE:
+        primal_out.append(jnp.take_along_axis(values[0], idx, axis=-1))
+        tangent_out.append(_gather_tangent(tangents[1:], values, idx, runs=True))
+    return primal_out, tangent_out
+
+
+ad.primitive_jvps[sort_p] = _sort_jvp
+
+
+# ---------------------------------------------------------------- searchsorted_p
+
+searchsorted_p = Primitive("jmp_searchsorted")
+searchsorted_p.def_abstract_eval(lambda a, v, *, right, sorted_v: ShapedArray(v.shape, np.int32))
+searchsorted_p.def_impl(_eager_impl(searchsorted_p))
+
+
+def _searchsorted_cpu_lowering(ctx, a, v, *, right, sorted_v):
+    return jax.ffi.ffi_lowering("jmp_searchsorted")(ctx, a, v, right=right, sorted_v=sorted_v)
+
+
+def _searchsorted_cuda_lowering(ctx, a, v, *, right, sorted_v):
+    _ffi.require_cuda_target("jmp_searchsorted", "searchsorted")
+    a_aval, v_aval = ctx.avals_in
+    # Sorted queries run as a merge of (v, a) ("left") or (a, v) ("right") with int32 ranks.
+    m, n = (a_aval.shape[-1], v_aval.shape[-1]) if right else (v_aval.shape[-1], a_aval.shape[-1])
+    ranks = Payload.RANKS_OF_B if right else Payload.RANKS_OF_A
+    splits = _ffi.merge_workspace_elements(a_aval.dtype.itemsize, ranks, 0, _rows(a_aval), m, n)
+    workspace = [ShapedArray((splits if sorted_v else 1,), np.int32)]
+    return _lower_with_workspace(
+        ctx, "jmp_searchsorted", workspace, a, v, right=right, sorted_v=sorted_v
+    )
+
+
+mlir.register_lowering(searchsorted_p, _searchsorted_cpu_lowering, platform="cpu")
+mlir.register_lowering(searchsorted_p, _searchsorted_cuda_lowering, platform="cuda")
+
+
+def _searchsorted_batching_rule(args, dims, *, right, sorted_v):
+    (a, v), (da, dv) = args, dims
+    if da is None:
+        # One sorted array for every batch member: the vmapped queries are more queries of the
+        # same rows (never a broadcast copy of a).
+        rows = a.ndim - 1
+        vm = jnp.moveaxis(v, dv, rows)
+        shape = vm.shape
+        flat = vm.reshape(*shape[:rows], -1)
+        out = searchsorted_p.bind(a, flat, right=right, sorted_v=sorted_v and shape[rows] == 1)
+        return out.reshape(shape), rows
+    a, v = _batched_to_front(args, dims)
+    return searchsorted_p.bind(a, v, right=right, sorted_v=sorted_v), 0
+
+
+batching.primitive_batchers[searchsorted_p] = _searchsorted_batching_rule
+
+
+def _searchsorted_jvp(primals, tangents, *, right, sorted_v):
+    del tangents
+    out = searchsorted_p.bind(*primals, right=right, sorted_v=sorted_v)
+    return out, ad.Zero(jax.typeof(out).to_tangent_aval())
+
+
+ad.primitive_jvps[searchsorted_p] = _searchsorted_jvp

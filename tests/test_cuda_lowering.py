@@ -14,7 +14,7 @@ from jax import export
 import jax_mergepath as jmp
 from jax_mergepath._primitives import Payload, merge_p
 
-TARGETS = ("jmp_merge", "jmp_co_rank", "jmp_is_sorted")
+TARGETS = ("jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted")
 
 
 def cuda_module_text(fn, *args) -> str:
@@ -36,6 +36,13 @@ def custom_calls(text: str) -> list[str]:
         ("merge_runs", lambda a, b: jmp.merge_runs(jnp.concatenate([a, b]), 7), "jmp_merge"),
         ("co_rank", lambda a, b: jmp.co_rank(jnp.arange(5), a, b), "jmp_co_rank"),
         ("is_sorted", lambda a, b: jmp.is_sorted(a), "jmp_is_sorted"),
+        ("sort", lambda a, b: jmp.sort(a), "jmp_sort"),
+        ("argsort", lambda a, b: jmp.argsort(a, descending=True), "jmp_sort"),
+        ("sort_by_key", lambda a, b: jmp.sort_by_key(b, a[: b.shape[0]]), "jmp_sort"),
+        ("lax_sort", lambda a, b: jmp.lax_sort((a, a), num_keys=2), "jmp_sort"),
+        ("searchsorted", lambda a, b: jmp.searchsorted(a, b), "jmp_searchsorted"),
+        ("searchsorted_sorted", lambda a, b: jmp.searchsorted(a, b, sorted_v=True),
+         "jmp_searchsorted"),
     ],
 )
 def test_cuda_lowering_names_the_target(name, fn, target):

@@ -10,6 +10,9 @@
 
 namespace jax_mergepath {
 
+// Work below this many elements runs on the calling thread.
+inline constexpr int64_t kSerialBelow = int64_t{1} << 17;
+
 // How [0, count) is cut: chunk c is [c * size, min(count, (c + 1) * size)).
 struct ChunkPlan {
   static constexpr int64_t kMaxChunks = 256;

@@ -1,7 +1,10 @@
-// search_kernels.cu: the GPU's small query kernels on the shared core (merge_path.h):
+// search_kernels.cu: the GPU's query kernels on the shared core (merge_path.h):
 //   co_rank: one thread per query; reads stay inside each row; k is clamped to [0, m + n];
 //   is_sorted: rows start true (a memset node), every out-of-order neighbour pair clears its
-//   row's flag (all writers store the same 0, so the race is benign).
+//   row's flag (all writers store the same 0, so the race is benign); pairs of rows already
+//   found unsorted are not read;
+//   searchsorted: one thread per query (a binary search, co_rank_search), or, for sorted
+//   queries, one merge path (merge_cuda with a ranks payload).
 #include <cuda_runtime.h>
 
 #include "jax_mergepath/merge_path.h"
@@ -33,12 +36,43 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
   for (int64_t q = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; q < total;
        q += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = q / pairs_per_row;
+    if (call.out[row] == 0) continue;  // already known unsorted (a stale 1 only costs a read)
     const int64_t p = row * call.length + (q - row * pairs_per_row);
     if (!in_order<Traits>(__ldg(x + p), __ldg(x + p + 1), flip)) call.out[row] = 0;
   }
 }
 
+template <typename Traits>
+__global__ void searchsorted_kernel(SearchCall call) {
+  using Bits = typename Traits::Bits;
+  const int64_t q = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (q >= call.rows * call.queries) return;
+  const int64_t row = q / call.queries;
+  const Bits* a = static_cast<const Bits*>(call.a) + row * call.length;
+  const Bits v = Traits::order_key(__ldg(static_cast<const Bits*>(call.v) + q));
+  // The first a[i] that the query precedes ("right") or does not follow ("left").
+  const int64_t i = co_rank_search(int64_t{0}, call.length, [&](int64_t mid) {
+    const Bits key = Traits::order_key(__ldg(a + mid));
+    return call.right ? v < key : !(key < v);
+  });
+  call.out[q] = static_cast<int32_t>(i);
+}
+
 }  // namespace
+
+cudaError_t searchsorted_cuda(const SearchCall& call, int32_t* splits, cudaStream_t stream) {
+  const int64_t total = call.rows * call.queries;
+  if (total == 0) return cudaSuccess;
+  if (call.sorted_queries) return merge_cuda(search_as_merge(call), splits, stream);
+  constexpr int kThreads = 256;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  return visit_key_type(call.key_type, [&](auto traits) {
+    searchsorted_kernel<decltype(traits)>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(call);
+    return cudaGetLastError();
+  });
+}
 
 cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   if (call.rows == 0) return cudaSuccess;

@@ -243,6 +243,143 @@ inline ffi::ErrorOr<CoRankCall> decode_co_rank(ffi::AnyBuffer k, ffi::AnyBuffer 
   return call;
 }
 
+template <typename Binding>
+auto bind_sort(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // keys
+      .RemainingArgs()                 // values (payload 2)
+      .template Ret<ffi::AnyBuffer>()  // sorted keys
+      .RemainingRets()  // payload output, spare keys, spare payload, row flags, (CUDA) splits
+      .template Attr<bool>("descending")
+      .template Attr<int64_t>("payload");
+}
+
+template <typename Binding>
+auto bind_searchsorted(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // a (sorted)
+      .template Arg<ffi::AnyBuffer>()  // v (queries)
+      .template Ret<ffi::AnyBuffer>()  // int32 positions, shaped like v
+      .RemainingRets()                 // (CUDA, sorted queries) splits
+      .template Attr<bool>("right")
+      .template Attr<bool>("sorted_v");
+}
+
+// The i-th of the remaining results, checked to hold `count` elements of `type`.
+inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t i,
+                                        int64_t count, ffi::DataType type, const char* op,
+                                        const char* what) {
+  if (i >= extra.size()) return ffi::Unexpected(invalid(op, std::string("missing ") + what));
+  auto buf = extra.get<ffi::AnyBuffer>(i);
+  if (!buf.has_value()) return ffi::Unexpected(buf.error());
+  if ((*buf)->element_type() != type || static_cast<int64_t>((*buf)->element_count()) < count) {
+    return ffi::Unexpected(invalid(op, std::string(what) + " has the wrong dtype or size"));
+  }
+  return (*buf)->untyped_data();
+}
+
+// Decodes a sort call. Operands: keys (rows..., length), then the values (payload 2: one array
+// shaped like the keys). Results: sorted keys, the payload output (payload 1: int32; 2: values),
+// spare keys, spare payload (payload 1, 2), one uint8 flag a row; the CUDA handler's partition
+// workspace follows. The results it returns the index of: the first one after these.
+inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
+                                          ffi::Result<ffi::AnyBuffer> out,
+                                          const ffi::RemainingRets& extra, bool descending,
+                                          int64_t payload, size_t& next_extra) {
+  const char* op = "sort";
+  SortCall call{};
+  call.key_type = key_type_of(keys.element_type());
+  if (call.key_type == KeyType::kInvalid) {
+    return ffi::Unexpected(invalid(op, "unsupported key dtype"));
+  }
+  auto ks = row_shape(keys, "keys");
+  if (!ks.has_value()) return ffi::Unexpected(ks.error());
+  if (out->element_type() != keys.element_type() ||
+      out->element_count() != keys.element_count()) {
+    return ffi::Unexpected(invalid(op, "output shape or dtype mismatch"));
+  }
+  if (ks->length >= (int64_t{1} << 31)) {
+    return ffi::Unexpected(invalid(op, "sorted axis too long for int32 indices"));
+  }
+  if (payload < 0 || payload > 2) return ffi::Unexpected(invalid(op, "unknown payload kind"));
+  call.descending = descending;
+  call.payload = static_cast<PayloadKind>(payload);
+  call.rows = ks->rows;
+  call.length = ks->length;
+  call.keys = keys.untyped_data();
+  call.out_keys = out->untyped_data();
+  const int64_t count = static_cast<int64_t>(keys.element_count());
+  ffi::DataType payload_type = ffi::DataType::S32;
+  if (call.payload == PayloadKind::kValue) {
+    if (values.size() != 1) return ffi::Unexpected(invalid(op, "expected one value array"));
+    auto v = values.get<ffi::AnyBuffer>(0);
+    if (!v.has_value()) return ffi::Unexpected(v.error());
+    payload_type = v->element_type();
+    call.values = v->untyped_data();
+    call.value_bytes = static_cast<int>(ffi::ByteWidth(payload_type));
+    if (static_cast<int64_t>(v->element_count()) != count) {
+      return ffi::Unexpected(invalid(op, "values must have the shape of their keys"));
+    }
+    const int bytes = call.value_bytes;
+    if ((bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) || is_sub_byte(payload_type)) {
+      return ffi::Unexpected(invalid(op, "values must be 1, 2, 4 or 8 whole bytes wide"));
+    }
+  } else if (values.size() != 0) {
+    return ffi::Unexpected(invalid(op, "values given without a value payload"));
+  }
+  size_t i = 0;
+  const bool carry = call.payload != PayloadKind::kNone;
+  if (carry) {
+    auto p = extra_buffer(extra, i++, count, payload_type, op, "payload output");
+    if (!p.has_value()) return ffi::Unexpected(p.error());
+    call.out_payload = *p;
+  }
+  auto spare = extra_buffer(extra, i++, count, keys.element_type(), op, "spare keys");
+  if (!spare.has_value()) return ffi::Unexpected(spare.error());
+  call.spare_keys = *spare;
+  if (carry) {
+    auto p = extra_buffer(extra, i++, count, payload_type, op, "spare payload");
+    if (!p.has_value()) return ffi::Unexpected(p.error());
+    call.spare_payload = *p;
+  }
+  auto flags = extra_buffer(extra, i++, call.rows, ffi::DataType::U8, op, "row flags");
+  if (!flags.has_value()) return ffi::Unexpected(flags.error());
+  call.row_sorted = static_cast<uint8_t*>(*flags);
+  next_extra = i;
+  return call;
+}
+
+// Decodes a searchsorted call: a (rows..., length) sorted, v (rows..., queries), out int32 like v.
+inline ffi::ErrorOr<SearchCall> decode_search(ffi::AnyBuffer a, ffi::AnyBuffer v,
+                                              ffi::Result<ffi::AnyBuffer> out, bool right,
+                                              bool sorted_v) {
+  const char* op = "searchsorted";
+  SearchCall call{};
+  call.key_type = key_type_of(a.element_type());
+  if (call.key_type == KeyType::kInvalid || v.element_type() != a.element_type()) {
+    return ffi::Unexpected(invalid(op, "unsupported or mismatched key dtypes"));
+  }
+  auto as = row_shape(a, "a");
+  auto vs = row_shape(v, "v");
+  if (!as.has_value() || !vs.has_value()) return ffi::Unexpected(invalid(op, "inputs must be >= 1-d"));
+  if (as->rows != vs->rows || out->element_type() != ffi::DataType::S32 ||
+      out->element_count() != v.element_count()) {
+    return ffi::Unexpected(invalid(op, "batch rows or the result's shape differ"));
+  }
+  if (as->length + vs->length >= (int64_t{1} << 31)) {
+    return ffi::Unexpected(invalid(op, "inputs too long for int32 positions"));
+  }
+  call.right = right;
+  call.sorted_queries = sorted_v;
+  call.rows = as->rows;
+  call.length = as->length;
+  call.queries = vs->length;
+  call.a = a.untyped_data();
+  call.v = v.untyped_data();
+  call.out = out->typed_data<int32_t>();
+  return call;
+}
+
 // Decodes an is_sorted call: x (rows..., length) -> out (rows...) bool.
 inline ffi::ErrorOr<IsSortedCall> decode_is_sorted(ffi::AnyBuffer x,
                                                    ffi::Result<ffi::AnyBuffer> out,

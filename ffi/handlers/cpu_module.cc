@@ -34,8 +34,31 @@ ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bo
   return ffi::Error::Success();
 }
 
+ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
+                       ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
+                       int64_t payload) {
+  size_t used = 0;
+  auto call = decode_sort(keys, values, out, extra, descending, payload, used);
+  if (!call.has_value()) return call.error();
+  if (used != extra.size()) return invalid("sort", "unexpected extra results");
+  sort_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error SearchsortedCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer v, ffi::Result<ffi::AnyBuffer> out,
+                               ffi::RemainingRets extra, bool right, bool sorted_v) {
+  auto call = decode_search(a, v, out, right, sorted_v);
+  if (!call.has_value()) return call.error();
+  if (!extra.empty()) return invalid("searchsorted", "unexpected extra results");
+  searchsorted_cpu(*call);
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_sort_cpu, SortCpuImpl, bind_sort(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_searchsorted_cpu, SearchsortedCpuImpl,
+                              bind_searchsorted(ffi::Ffi::Bind()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cpu, MergeCpuImpl, bind_merge(ffi::Ffi::Bind()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_co_rank_cpu, CoRankCpuImpl,
                               bind_co_rank(ffi::Ffi::Bind()));
@@ -57,9 +80,27 @@ NB_MODULE(_cpu, m) {
     d["jmp_merge"] = capsule_of(jax_mergepath::jmp_merge_cpu);
     d["jmp_co_rank"] = capsule_of(jax_mergepath::jmp_co_rank_cpu);
     d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
+    d["jmp_sort"] = capsule_of(jax_mergepath::jmp_sort_cpu);
+    d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
     return d;
   });
-  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile (tuning.h)");
-  m.def("merge_workspace_elements", &jax_mergepath::merge_workspace_elements,
-        "int32 elements of the CUDA merge's partition workspace");
+  // The tuning table (tuning.h), for the Python workspace sizing and the tests' sizes.
+  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
+  m.def("sort_tile", &jax_mergepath::sort_tile, "keys per block-sort tile");
+  m.def(
+      "merge_workspace_elements",
+      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t m, int64_t n) {
+        return jax_mergepath::merge_workspace_elements(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes,
+            jax_mergepath::rows_layout(rows, m, n));
+      },
+      "int32 elements of the CUDA merge's partition workspace (rows merging m with n)");
+  m.def(
+      "sort_partition_elements",
+      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {
+        return jax_mergepath::sort_partition_elements(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, rows,
+            length);
+      },
+      "int32 elements of the CUDA sort's partition workspace");
 }

@@ -1,4 +1,4 @@
-// tile_sweep.cu: times the CUDA merge (partition + tiled merge, the production kernels) for
+// tile_sweep.cu: times the CUDA merge (launch_merge: partition + tiled merge, the production kernels) for
 // several tile policies on one GPU, to choose tuning.h's MergePolicy. Every variant's output is
 // checked against std::merge before it is timed. Prints device time (CUDA events around each
 // call, median of warm repeats), GB/s (inputs read once + outputs written once) and % of a
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "../../ffi/cuda/merge_kernels.cu"
+#include "../../ffi/cuda/merge_dispatch.cuh"
 
 namespace jmp = jax_mergepath;
 
@@ -160,7 +160,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   call.b_values = in.vb;
   call.out_payload = in.out_vals;
   auto go = [&] {
-    CHECK_CUDA((jmp::launch<Traits, kPayload, uint32_t, Policy>(call, in.workspace, nullptr)));
+    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, uint32_t, Policy>(call, in.workspace, nullptr)));
   };
   const int64_t total = in.m + in.n;
   CHECK_CUDA(cudaMemset(in.out, 0, total * sizeof(Bits)));
@@ -182,7 +182,8 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   }
   const float ms = time_ms(go, repeats);
   const float partition_ms = time_ms(
-      [&] { CHECK_CUDA(jmp::launch_partition<Traits>(call, Policy::kTile, in.workspace, nullptr)); },
+      [&] { CHECK_CUDA(jmp::launch_partition<Traits>(call, jmp::tile_map(call.layout, Policy::kTile),
+                                                   in.workspace, nullptr)); },
       repeats);
   const double bytes =
       2.0 * total * (sizeof(Bits) + (kPayload == jmp::PayloadKind::kValue ? 4 : 0));

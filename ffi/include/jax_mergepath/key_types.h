@@ -36,6 +36,25 @@ auto visit_key_type(KeyType type, F&& f) {
   }
 }
 
+// What a merge or sort writes beside (or instead of) the keys:
+//   kNone: nothing; kIndex: the int32 source position of each output (a merge's B element j is
+//   m + j; a sort's is its position in the row); kValue: a value of value_bytes bytes moved with
+//   its key; kRanksOfA / kRanksOfB (merges only): no merged keys: for every element of A (or B),
+//   the number of elements of the other side that precede it in the merge, into an int32 array
+//   shaped like A (or B): the sorted-query searchsorted.
+enum class PayloadKind : int { kNone = 0, kIndex = 1, kValue = 2, kRanksOfA = 3, kRanksOfB = 4 };
+
+inline constexpr bool is_ranks(PayloadKind payload) {
+  return payload == PayloadKind::kRanksOfA || payload == PayloadKind::kRanksOfB;
+}
+
+// The payload's size in bytes per element (tuning policies are chosen by key + payload bytes).
+inline constexpr int payload_bytes(PayloadKind payload, int value_bytes) {
+  return payload == PayloadKind::kNone    ? 0
+         : payload == PayloadKind::kValue ? value_bytes
+                                          : 4;
+}
+
 // Unsigned integer of a payload's byte width (payloads move as raw bits).
 template <typename F>
 auto visit_payload_bits(int bytes, F&& f) {

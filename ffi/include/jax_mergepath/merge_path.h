@@ -1,15 +1,18 @@
-// merge_path.h: the merge-path core shared by every backend and operation.
+// merge_path.h: the merge-path core shared by every backend and operation: the one order
+// predicate, the co-rank searches and the serial merges. CPU loops and CUDA kernels call these
+// same functions, so CPU CI tests the arithmetic the GPU runs.
 //
-// A row merges A (allocated length m, of which the first mv are valid) with B (n, nv valid).
-// The output is the stable merge of the valid parts, then A's invalid tail, then B's invalid tail
-// (SPEC.md's ragged merge). That is exactly a stable merge in an EXTENDED order in which every
-// valid key precedes every A-tail element, which precedes every B-tail element; so one predicate,
-// `b_first`, drives both the co-rank search and the serial merge, and full-length merges are the
-// case mv == m, nv == n. Ties go to A (stable: all of A before all of B).
+// A merge takes A (m elements, of which the first mv are valid) and B (n, nv valid). Its output
+// is the stable merge of the valid parts, then A's invalid tail, then B's invalid tail (SPEC.md's
+// ragged merge): exactly a stable merge in an EXTENDED order in which every valid key precedes
+// every A-tail element, which precedes every B-tail element. So one predicate, `b_first`, drives
+// the searches and the merges, and full-length merges are the case mv == m, nv == n. Ties go to
+// A (stable: all of A before all of B).
 //
-// Index convention: element j of B has position m + j in the row's concatenation [A | B].
-// Every function here only reads A[i] for i < mv and B[j] for j < nv, so unsorted input can
-// reorder the output but never reads outside the row.
+// Searches read A[i] only for i < mv and B[j] only for j < nv, so unsorted input can reorder an
+// output but never reads outside its ranges. Serial merges read keys from a STAGED buffer (shared
+// memory on the GPU, a per-thread buffer on the CPU) at "positions": A at [a_loc, a_loc + m), B at
+// [b_loc, b_loc + n), every position below the buffer's end.
 #pragma once
 
 #include <cstdint>
@@ -18,53 +21,6 @@
 #include "jax_mergepath/ordering.h"
 
 namespace jax_mergepath {
-
-// How the rows of one batched merge are laid out in memory.
-//   kSeparate: a is (rows, m), b is (rows, n); per-row valid lengths a_valid / b_valid (or null).
-//   kRuns:     x is (rows, d) holding [A | B] with a per-row split (merge_runs); a == b == x.
-enum class RowMode : int { kSeparate = 0, kRuns = 1 };
-
-struct MergeLayout {
-  RowMode mode;
-  int64_t rows;
-  int64_t m;  // kSeparate: allocated A length; kRuns: row length d
-  int64_t n;  // kSeparate: allocated B length; kRuns: unused (0)
-  const int32_t* a_valid;  // kSeparate: per-row valid A length (null: m); kRuns: split per row
-  const int32_t* b_valid;  // kSeparate: per-row valid B length (null: n); kRuns: null
-
-  JMP_HD int64_t row_length() const { return mode == RowMode::kRuns ? m : m + n; }
-};
-
-// One row's geometry: element offsets of its A and B in the a / b arrays, and its lengths.
-struct RowGeometry {
-  int64_t a_offset, b_offset, out_offset;
-  int64_t m, n;    // allocated lengths of this row's A and B
-  int64_t mv, nv;  // valid lengths
-};
-
-JMP_HD int64_t clamp_length(int64_t v, int64_t hi) { return v < 0 ? 0 : (v > hi ? hi : v); }
-
-JMP_HD RowGeometry row_geometry(const MergeLayout& layout, int64_t row) {
-  RowGeometry g;
-  if (layout.mode == RowMode::kRuns) {
-    const int64_t d = layout.m;
-    const int64_t split = clamp_length(layout.a_valid ? layout.a_valid[row] : 0, d);
-    g.a_offset = row * d;
-    g.b_offset = row * d + split;
-    g.out_offset = row * d;
-    g.m = g.mv = split;
-    g.n = g.nv = d - split;
-  } else {
-    g.a_offset = row * layout.m;
-    g.b_offset = row * layout.n;
-    g.out_offset = row * (layout.m + layout.n);
-    g.m = layout.m;
-    g.n = layout.n;
-    g.mv = layout.a_valid ? clamp_length(layout.a_valid[row], layout.m) : layout.m;
-    g.nv = layout.b_valid ? clamp_length(layout.b_valid[row], layout.n) : layout.n;
-  }
-  return g;
-}
 
 // True iff B[j] precedes A[i] in the merged output (both exist). key_a(i) / key_b(j) return
 // directed order keys (ordering.h) and are called only for valid elements.
@@ -75,6 +31,15 @@ JMP_HD bool b_first(Index i, Index j, Index mv, Index nv, const KeyA& key_a, con
   return key_b(j) < key_a(i);
 }
 
+// The side of the next output at split (i, j) of ranges of m and n elements (mv / nv valid): B
+// iff B has one left and A has none, or B's is valid and goes first. ord_a / ord_b are the
+// (cached) order keys of A[i] / B[j]; they only matter when those are valid.
+template <typename Index, typename Bits>
+JMP_HD bool next_from_b(Index i, Index j, Index m, Index n, Index mv, Index nv, Bits ord_a,
+                        Bits ord_b) {
+  return j < n && (i >= m || (j < nv && (i >= mv || ord_b < ord_a)));
+}
+
 // True iff `next` may follow `prev` in a sorted row (its directed order key is not smaller).
 template <typename Traits>
 JMP_HD bool in_order(typename Traits::Bits prev, typename Traits::Bits next,
@@ -82,24 +47,10 @@ JMP_HD bool in_order(typename Traits::Bits prev, typename Traits::Bits next,
   return !(directed_key<Traits>(next, flip) < directed_key<Traits>(prev, flip));
 }
 
-// Merge-path partition: the number of A elements among the first k outputs of merge(A, B),
-// A of length m (mv valid) and B of length n (nv valid), 0 <= k <= m + n, searched in
-// [lo, hi] (which must hold the answer: for sorted input any bounds from a neighbouring
-// diagonal's split do, e.g. [split(k - d), split(k - d) + d]).
-template <typename Index, typename KeyA, typename KeyB>
-JMP_HD Index co_rank_between(Index k, Index lo, Index hi, Index mv, Index nv, const KeyA& key_a,
-                             const KeyB& key_b) {
-  while (lo < hi) {
-    const Index mid = lo + (hi - lo) / 2;
-    // Does A[mid] precede B[k - 1 - mid]? Then more than mid elements of A are in the prefix.
-    if (b_first(mid, static_cast<Index>(k - 1 - mid), mv, nv, key_a, key_b)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return lo;
-}
+// ------------------------------------------------------------------ co-rank searches
+// The split of diagonal k is the first i in [lo, hi) with b_before(i) ("B[k - 1 - i] precedes
+// A[i]"), else hi; for sorted input b_before is monotone and every search below gives the same
+// i. lo, hi >= 0.
 
 template <typename Index>
 JMP_HD Index co_rank_lower(Index k, Index n) { return k > n ? k - n : Index(0); }
@@ -107,45 +58,169 @@ JMP_HD Index co_rank_lower(Index k, Index n) { return k > n ? k - n : Index(0); 
 template <typename Index>
 JMP_HD Index co_rank_upper(Index k, Index m) { return k < m ? k : m; }
 
+// Bisection: ceil(log2(hi - lo + 1)) probes, each halving [lo, hi).
+template <typename Index, typename BBefore>
+JMP_HD Index co_rank_search(Index lo, Index hi, const BBefore& b_before) {
+  while (lo < hi) {
+    const Index mid = (lo + hi) >> 1;
+    const bool before = b_before(mid);
+    hi = before ? mid : hi;
+    lo = before ? lo : mid + 1;
+  }
+  return lo;
+}
+
+JMP_HD int64_t floor_power_of_two(int64_t x) {  // x > 0
+#if defined(__CUDA_ARCH__)
+  return int64_t{1} << (63 - __clzll(x));
+#else
+  return int64_t{1} << (63 - __builtin_clzll(static_cast<unsigned long long>(x)));
+#endif
+}
+
+// The same split found on the ABSOLUTE power-of-two grid of [0, m): probes walk down powers of
+// two from 0, so the first probes are the same few elements of A for every diagonal (cache hits
+// when many searches run over one merge); probes outside [lo, hi) read nothing. Ends in [lo, hi]
+// even for unsorted input (the clamp guards it anyway).
+template <typename BBefore>
+JMP_HD int64_t grid_co_rank_search(int64_t lo, int64_t hi, int64_t m, const BBefore& b_before) {
+  int64_t count = 0;  // every i < count is known to precede the split
+  for (int64_t step = m > 0 ? floor_power_of_two(m) : 0; step > 0; step >>= 1) {
+    const int64_t i = count + step - 1;
+    if (i >= hi) continue;
+    if (i < lo || !b_before(i)) count += step;
+  }
+  return count < lo ? lo : (count > hi ? hi : count);
+}
+
+// Merge-path partition of one merge: the number of A elements among its first k outputs,
+// 0 <= k <= m + n, searched in [lo, hi] (bounds that must hold the answer; for sorted input a
+// neighbouring diagonal's split gives some).
+template <typename Index, typename KeyA, typename KeyB>
+JMP_HD Index co_rank_between(Index k, Index lo, Index hi, Index mv, Index nv, const KeyA& key_a,
+                             const KeyB& key_b) {
+  return co_rank_search(lo, hi, [&](Index i) {
+    return b_first(i, static_cast<Index>(k - 1 - i), mv, nv, key_a, key_b);
+  });
+}
+
 template <typename Index, typename KeyA, typename KeyB>
 JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& key_a,
                      const KeyB& key_b) {
   return co_rank_between(k, co_rank_lower(k, n), co_rank_upper(k, m), mv, nv, key_a, key_b);
 }
 
-// Clamp a tile's end split so the tile reads disjoint, in-range parts of A and B even when the
-// input is unsorted (co_rank is monotone in k only for sorted input). Returns the A end.
-template <typename Index>
-JMP_HD Index clamp_split_end(Index i_begin, Index k_begin, Index i_end, Index k_end, Index m,
-                             Index n) {
-  Index lo = i_begin > k_end - n ? i_begin : k_end - n;
-  Index hi = i_begin + (k_end - k_begin);
-  hi = hi < m ? hi : m;
-  return i_end < lo ? lo : (i_end > hi ? hi : i_end);
+// ------------------------------------------------------------------ serial merges
+// A merge staged in a buffer: A at [a_loc, a_loc + m) with mv valid, B at [b_loc, b_loc + n) with
+// nv valid; length = m + n outputs.
+struct StagedSegment {
+  int a_loc, b_loc, m, n, mv, nv, length;
+};
+
+
+// Both produce `kCount` outputs (a GPU thread's registers, the loop unrolled) or, with
+// kCount == 0, `count` outputs (a CPU loop), starting at diagonal `diag` of the staged merge.
+
+// Every key of both ranges valid (no ragged tail). emit(c, raw, pos): output c is the key bits
+// `raw` staged at `pos` (B iff pos >= b_loc).
+//   kCount > 0 (a GPU thread): a branch-free step whose next key is always keys[pos + 1], the
+//     successor on the side just taken (past a side's end it reads B's first key, a gap or the
+//     spare slot after B, never used), so the buffer needs one readable slot past B; A[i] and
+//     B[j] stay in registers: one shared-memory load an output.
+//   kCount == 0 (a host thread, count outputs): while both sides have keys, a branch-free step
+//     that reads both sides' next keys (two independent loads are a shorter dependency chain
+//     than the cached keys' selects on a CPU), then the side left.
+template <int kCount, typename Traits, typename Emit>
+JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
+                       int diag, int count, typename Traits::Bits flip, const Emit& emit) {
+  using Bits = typename Traits::Bits;
+  auto order = [&](Bits raw) { return directed_key<Traits>(raw, flip); };
+  const Bits* a = keys + a_loc;
+  const Bits* b_end = keys + b_loc + diag;  // B[diag - 1 - mid] = b_end[-1 - mid]
+  const int lo = co_rank_search(co_rank_lower(diag, n), co_rank_upper(diag, m),
+                                [&](int mid) { return order(b_end[-1 - mid]) < order(a[mid]); });
+  int i = lo, j = diag - lo;
+  if constexpr (kCount == 0) {
+    const Bits* b = keys + b_loc;
+    int c = 0;
+    for (; c < count && i < m && j < n; ++c) {
+      const int take_b = order(b[j]) < order(a[i]);
+      const int pos = pick(take_b != 0, b_loc + j, a_loc + i);
+      emit(c, keys[pos], pos);
+      i += 1 - take_b;
+      j += take_b;
+    }
+    for (; c < count && i < m; ++c, ++i) emit(c, a[i], a_loc + i);
+    for (; c < count && j < n; ++c, ++j) emit(c, b[j], b_loc + j);
+  } else {
+    Bits raw_a = a[i], raw_b = keys[b_loc + j];
+    Bits ord_a = order(raw_a), ord_b = order(raw_b);
+    JMP_UNROLL
+    for (int c = 0; c < kCount; ++c) {
+      const bool from_b = (j < n) & ((i >= m) | (ord_b < ord_a));
+      const int pos = from_b ? b_loc + j : a_loc + i;
+      emit(c, from_b ? raw_b : raw_a, pos);
+      i += from_b ? 0 : 1;
+      j += from_b ? 1 : 0;
+      const Bits raw = keys[pos + 1];
+      const Bits ord = order(raw);
+      raw_a = from_b ? raw_a : raw;
+      ord_a = from_b ? ord_a : ord;
+      raw_b = from_b ? raw : raw_b;
+      ord_b = from_b ? ord : ord_b;
+    }
+  }
 }
 
-// Stable serial merge of `count` outputs starting at split (i, j), never taking A past i_end or
-// B past j_end. emit(c, from_b, source) receives the c-th output's origin (source = i or j).
-// While both current elements are valid and inside the bounds, a step is branch-free (one
-// comparison picks the side); the rest (a side exhausted, or invalid tails) follows b_first.
-template <typename Index, typename KeyA, typename KeyB, typename Emit>
-JMP_HD void serial_merge(Index i, Index j, Index i_end, Index j_end, Index mv, Index nv,
-                         Index count, const KeyA& key_a, const KeyB& key_b, const Emit& emit) {
-  const Index i_fast = i_end < mv ? i_end : mv;
-  const Index j_fast = j_end < nv ? j_end : nv;
-  Index c = 0;
-  while (i < i_fast && j < j_fast) {
-    const Index take_b = key_b(j) < key_a(i);  // 0 or 1: arithmetic keeps the step branch-free
-    emit(c, take_b != 0, i + take_b * (j - i));
-    i += 1 - take_b;
-    j += take_b;
-    ++c;
-  }
-  for (; c < count; ++c) {
-    const bool from_b = j < j_end && (i >= i_end || b_first(i, j, mv, nv, key_a, key_b));
-    emit(c, from_b, from_b ? j : i);
-    i += from_b ? 0 : 1;
-    j += from_b ? 1 : 0;
+// The general merge: ragged ranges (mv < m or nv < n) and segments that follow each other (a
+// GPU thread of a packed tile crosses rows). segment_at(p, diag) returns the segment holding
+// in-tile output p (fields a_loc, b_loc, m, n, mv, nv, length = m + n) and sets diag, p's
+// diagonal in it; load(pos) returns the key bits staged at pos, read only inside the segment's
+// ranges. Outputs p0 + c for c < kCount (or count - p0) and p0 + c < count:
+// emit(c, raw, from_b, e, segment) with e the element's position in its range.
+template <int kCount, typename Traits, typename SegmentAt, typename Load, typename Emit>
+JMP_HD void merge_general(typename Traits::Bits flip, int p0, int count,
+                          const SegmentAt& segment_at, const Load& load, const Emit& emit) {
+  using Bits = typename Traits::Bits;
+  int diag = 0;
+  auto s = segment_at(p0 < count ? p0 : 0, diag);
+  auto key_a = [&](int i) { return directed_key<Traits>(load(s.a_loc + i), flip); };
+  auto key_b = [&](int j) { return directed_key<Traits>(load(s.b_loc + j), flip); };
+  int i = co_rank(diag, s.m, s.n, s.mv, s.nv, key_a, key_b);
+  int j = diag - i;
+  // A[i] and B[j] (raw bits and order keys) stay in registers: an output costs one load, of the
+  // side that advanced, and one order-key transform.
+  Bits raw_a = Bits(0), raw_b = Bits(0), ord_a = Bits(0), ord_b = Bits(0);
+  auto fetch_both = [&]() {
+    raw_a = i < s.m ? load(s.a_loc + i) : Bits(0);
+    raw_b = j < s.n ? load(s.b_loc + j) : Bits(0);
+    ord_a = directed_key<Traits>(raw_a, flip);
+    ord_b = directed_key<Traits>(raw_b, flip);
+  };
+  fetch_both();
+  const int steps = kCount > 0 ? kCount : count - p0;
+  JMP_UNROLL
+  for (int c = 0; c < steps; ++c) {
+    if (p0 + c < count) {
+      if (diag == s.length) {  // the next segment (packed rows)
+        s = segment_at(p0 + c, diag);
+        i = 0;
+        j = 0;
+        fetch_both();
+      }
+      const bool from_b = next_from_b(i, j, s.m, s.n, s.mv, s.nv, ord_a, ord_b);
+      emit(c, from_b ? raw_b : raw_a, from_b, from_b ? j : i, s);
+      i += from_b ? 0 : 1;
+      j += from_b ? 1 : 0;
+      ++diag;
+      const bool more = from_b ? j < s.n : i < s.m;
+      const Bits raw = more ? load(from_b ? s.b_loc + j : s.a_loc + i) : Bits(0);
+      const Bits ord = directed_key<Traits>(raw, flip);
+      raw_a = from_b ? raw_a : raw;
+      ord_a = from_b ? ord_a : ord;
+      raw_b = from_b ? raw : raw_b;
+      ord_b = from_b ? ord : ord_b;
+    }
   }
 }
 

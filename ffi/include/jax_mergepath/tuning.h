@@ -1,8 +1,12 @@
-// tuning.h: tile policies, as data. The CUDA partition and merge kernels, the CPU backend and the
-// Python workspace sizing all read these, so they agree on tile boundaries by construction.
+// tuning.h: tile policies, as data. The CUDA partition, merge and block-sort kernels, the CPU
+// backend and the Python workspace sizing all read these, so they agree on tile boundaries by
+// construction.
 #pragma once
 
 #include <cstdint>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/key_types.h"
 
 namespace jax_mergepath {
 
@@ -43,10 +47,11 @@ struct MergePolicy {
   static constexpr int64_t kTile = merge_tile(kKeyBytes, kPayloadBytes);
 };
 
-// Rows shorter than a tile are packed whole into tiles (no partition pass); longer rows are cut
-// into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per row.
-constexpr bool merge_rows_are_packed(int64_t tile, int64_t row_length) {
-  return row_length <= tile;
+// Rows no longer than a tile are packed whole into tiles (no partition pass); longer merges are
+// cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
+// merge. Run pairs (sort passes) and ranks payloads (searchsorted) are always tiled.
+constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadKind payload) {
+  return layout.mode != RowMode::kRunPairs && !is_ranks(payload) && layout.row_length() <= tile;
 }
 
 constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
@@ -54,17 +59,64 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
   return fit < 1 ? 1 : (fit > kMaxRowsPerTile ? kMaxRowsPerTile : fit);
 }
 
-constexpr int64_t merge_tiles_per_row(int64_t tile, int64_t row_length) {
-  return (row_length + tile - 1) / tile;
+// int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
+// the splits, (tiles + 1) per merge (ffi/cuda/partition.cuh).
+constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
+                                           const MergeLayout& layout) {
+  const int64_t tile = merge_tile(key_bytes, payload_bytes(payload, value_bytes));
+  if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
+  return tile_map(layout, tile).boundaries();
 }
 
-// int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
-// the splits, (tiles + 1) per row (ffi/cuda/partition.cuh).
-constexpr int64_t merge_workspace_elements(int key_bytes, int payload_bytes, int64_t rows,
-                                           int64_t row_length) {
-  const int64_t tile = merge_tile(key_bytes, payload_bytes);
-  if (merge_rows_are_packed(tile, row_length) || rows == 0) return 1;
-  return rows * (merge_tiles_per_row(tile, row_length) + 1);
+// ------------------------------------------------------------------ mergesort
+// A block sort cuts every row into tiles of threads x items keys and sorts each (a stable
+// in-register network of `items` keys per thread, then merge rounds of run pairs inside the
+// tile); passes of run-pair merges (MergeLayout kRunPairs, merge tiles) follow, doubling the run
+// width from the tile until it covers the row. `items` is odd (bank conflicts on the GPU).
+struct SortShape {
+  int threads, items;
+};
+
+constexpr SortShape sort_shape(int key_bytes, int payload_bytes) {
+  const int bytes = key_bytes + payload_bytes;
+  return {256, bytes <= 4 ? 15 : (bytes <= 8 ? 11 : (bytes <= 12 ? 9 : 7))};
+}
+
+constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
+  const SortShape shape = sort_shape(key_bytes, payload_bytes);
+  return int64_t{shape.threads} * shape.items;
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct SortPolicy {
+  static constexpr SortShape kShape = sort_shape(kKeyBytes, kPayloadBytes);
+  static constexpr int kThreads = kShape.threads;
+  static constexpr int kItems = kShape.items;
+  static constexpr int64_t kTile = sort_tile(kKeyBytes, kPayloadBytes);
+};
+
+// Merge passes after the block sort of rows of `length`: runs of width tile, 2 tile, ... until
+// one run covers the row.
+constexpr int sort_passes(int64_t tile, int64_t length) {
+  int passes = 0;
+  for (int64_t width = tile; width < length; width *= 2) ++passes;
+  return passes;
+}
+
+// int32 elements of the CUDA sort's workspace for partitions: the largest pass's splits (a
+// pass carries the payload as a value: kIndex positions are 4-byte values).
+constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
+                                          int64_t rows, int64_t length) {
+  const int64_t tile = sort_tile(key_bytes, payload_bytes(payload, value_bytes));
+  const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
+  const int carried_bytes = payload_bytes(payload, value_bytes);
+  int64_t most = 1;
+  for (int64_t width = tile; width < length; width *= 2) {
+    const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
+    const int64_t need = merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
+    most = need > most ? need : most;
+  }
+  return most;
 }
 
 }  // namespace jax_mergepath

@@ -1,149 +1,36 @@
-"""Public merge-family functions: argument checking (at trace time), axis moves, pytrees and
-dtype rules, on top of the primitives in `_primitives`.
+"""The merge family of SPEC.md: merge, merge_by_key, merge_runs, co_rank, is_sorted.
 
-Contract: see SPEC.md. Every check raises before anything is traced into a kernel; zero-size
-merges never reach a kernel; the merged axis is moved last for the primitives and moved back.
+Contract: arguments are checked at trace time (_checks.py); zero-size merges never reach a
+kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax_mergepath._checks import (
+    ArrayLike,
+    PyTree,
+    as_array,
+    as_key_array,
+    batch_shape,
+    check_batch,
+    check_direction,
+    check_int_dtype,
+    check_key_pair,
+    check_length,
+    check_same_dtype,
+    check_values,
+    clamp_int32,
+    fusable_values,
+    gather_along,
+    list_note,
+    normalize_axis,
+    row_lengths,
+)
 from jax_mergepath._primitives import Payload, co_rank_p, is_sorted_p, merge_p
-
-ArrayLike = Any
-PyTree = Any
-
-_INDEX_LIMIT = 2**31  # returned indices are int32
-_SUPPORTED_KINDS = "biuf"  # bool, signed, unsigned, floating (incl. bfloat16)
-
-
-# ---------------------------------------------------------------- argument checking
-
-
-def _as_key_array(x: ArrayLike, name: str, op: str) -> jax.Array:
-    x = jnp.asarray(x)
-    if jnp.issubdtype(x.dtype, jnp.complexfloating):
-        raise TypeError(
-            f"jax_mergepath.{op}: {name} has complex dtype {x.dtype}; complex keys have no order"
-        )
-    if np.dtype(x.dtype).kind not in _SUPPORTED_KINDS and x.dtype != jnp.bfloat16:
-        raise TypeError(f"jax_mergepath.{op}: {name} has unsupported dtype {x.dtype}")
-    if x.ndim == 0:
-        raise ValueError(
-            f"jax_mergepath.{op}: {name} must have at least one dimension, got a 0-d array"
-        )
-    return x
-
-
-def _normalize_axis(axis: int, ndim: int, name: str, op: str) -> int:
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
-        raise TypeError(f"jax_mergepath.{op}: axis must be an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise ValueError(
-            f"jax_mergepath.{op}: axis {axis} is out of range for {name} with {ndim} dimension(s)"
-        )
-    return int(axis) % ndim
-
-
-def _batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:
-    return tuple(d for i, d in enumerate(x.shape) if i != axis)
-
-
-def _check_same_dtype(a: jax.Array, b: jax.Array, names: str, op: str) -> None:
-    if a.dtype != b.dtype:
-        raise TypeError(
-            f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} and {b.dtype}"
-        )
-
-
-def _check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
-    items = list(shapes.items())
-    first_name, first = items[0]
-    for name, shape in items[1:]:
-        if shape != first:
-            raise ValueError(
-                f"jax_mergepath.{op}: batch dimensions (all but the merged axis) "
-                f"must be equal: {first_name} has {first}, {name} has {shape}"
-            )
-    return first
-
-
-def _check_length(length: int, op: str) -> None:
-    if length >= _INDEX_LIMIT:
-        raise ValueError(
-            f"jax_mergepath.{op}: the merged axis has {length} elements; at most "
-            f"{_INDEX_LIMIT - 1} fit int32 indices"
-        )
-
-
-def _clamp_int32(v: ArrayLike, hi: int) -> jax.Array:
-    """Integers clamped to [0, hi] (hi < 2**31), as int32, never wrapped: Python ints are clamped
-    on the host (any size), int arrays in their own dtype with a bound it can hold."""
-    if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
-        return jnp.asarray(min(max(int(v), 0), hi), np.int32)
-    v = jnp.asarray(v)
-    bound = min(hi, int(jnp.iinfo(v.dtype).max))
-    return jnp.clip(v, 0, bound).astype(np.int32)
-
-
-def _check_int_dtype(v: jax.Array, name: str, op: str) -> None:
-    if not jnp.issubdtype(v.dtype, jnp.integer):
-        raise TypeError(
-            f"jax_mergepath.{op}: {name} must be an int or an int array, got dtype {v.dtype}"
-        )
-
-
-def _row_lengths(
-    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
-) -> jax.Array:
-    """Per-row int32 lengths of the batch shape, clamped to [0, default] (None: default)."""
-    if value is None:
-        return jnp.full(batch, default, np.int32)
-    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
-        return jnp.full(batch, _clamp_int32(value, default))
-    v = jnp.asarray(value)
-    _check_int_dtype(v, name, op)
-    try:
-        v = jnp.broadcast_to(v, batch)
-    except ValueError:
-        raise ValueError(
-            f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
-            f"the batch shape {batch}"
-        ) from None
-    return _clamp_int32(v, default)
-
-
-def _check_direction(descending: Any, op: str) -> bool:
-    if not isinstance(descending, bool | np.bool_):
-        raise TypeError(f"jax_mergepath.{op}: descending must be a Python bool")
-    return bool(descending)
-
-
-def _check_key_pair(
-    a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
-) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
-    """The two sorted key arrays of a merge: arrays, supported equal dtypes, same rank, equal
-    batch dimensions, a merged length that fits int32. Returns (a, b, axis, batch shape)."""
-    a = _as_key_array(a, names[0], op)
-    b = _as_key_array(b, names[1], op)
-    _check_same_dtype(a, b, f"{names[0]} and {names[1]}", op)
-    ax = _normalize_axis(axis, a.ndim, names[0], op)
-    if b.ndim != a.ndim:
-        raise ValueError(
-            f"jax_mergepath.{op}: {names[0]} and {names[1]} must have the same number of "
-            f"dimensions, got {a.ndim} and {b.ndim}"
-        )
-    batch = _check_batch({names[0]: _batch_shape(a, ax), names[1]: _batch_shape(b, ax)}, op)
-    _check_length(a.shape[ax] + b.shape[ax], op)
-    return a, b, ax, batch
-
-
-# ---------------------------------------------------------------- merge family
 
 
 def merge(
@@ -174,11 +61,11 @@ def merge(
         Array([0, 2, 1], dtype=int32)
     """
     op = "merge"
-    a, b, ax, batch = _check_key_pair(a, b, ("a", "b"), axis, op)
-    descending = _check_direction(descending, op)
+    a, b, ax, batch = check_key_pair(a, b, ("a", "b"), axis, op)
+    descending = check_direction(descending, op)
     m, n = a.shape[ax], b.shape[ax]
-    a_valid = _row_lengths(a_length, m, batch, "a_length", op)
-    b_valid = _row_lengths(b_length, n, batch, "b_length", op)
+    a_valid = row_lengths(a_length, m, batch, "a_length", op)
+    b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
     keys, extra = _merge_last_axis(
         jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid, b_valid, (), descending, payload
@@ -212,34 +99,10 @@ def _merge_last_axis(
     return outs[0], (outs[1] if len(outs) > 1 else None)
 
 
-def _fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
-    """One value array shaped like its keys moves inside the merge kernel itself."""
-    return (
-        len(leaves) == 1
-        and leaves[0].shape == keys.shape
-        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
-        # sub-byte dtypes (int4, float4...) are packed by XLA: not one element per byte
-        and jax.dtypes.itemsize_bits(leaves[0].dtype) == 8 * leaves[0].dtype.itemsize
-        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
-    )
 
 
-def _check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -> None:
-    for leaf in leaves:
-        if leaf.shape[: keys.ndim] != keys.shape:
-            raise ValueError(
-                f"jax_mergepath.{op}: every leaf of {name} must have the shape of "
-                f"its keys {keys.shape} (trailing dimensions allowed), got "
-                f"{leaf.shape}"
-            )
 
 
-def _gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
-    """src[..., idx, ...] along ax, idx shaped like the keys (src may have trailing dims)."""
-    extra = src.ndim - idx.ndim
-    full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
-    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
-    return jnp.take_along_axis(src, full_idx, axis=ax)
 
 
 def merge_by_key(
@@ -265,8 +128,8 @@ def merge_by_key(
         Array([10, 20, 30, 40], dtype=int32)
     """
     op = "merge_by_key"
-    a_keys, b_keys, ax, batch = _check_key_pair(a_keys, b_keys, ("a_keys", "b_keys"), axis, op)
-    descending = _check_direction(descending, op)
+    a_keys, b_keys, ax, batch = check_key_pair(a_keys, b_keys, ("a_keys", "b_keys"), axis, op)
+    descending = check_direction(descending, op)
     a_leaves, a_tree = jax.tree.flatten(a_values)
     b_leaves, b_tree = jax.tree.flatten(b_values)
     if a_tree != b_tree:
@@ -274,10 +137,10 @@ def merge_by_key(
             f"jax_mergepath.{op}: a_values and b_values must have the same pytree "
             f"structure, got {a_tree} and {b_tree}"
         )
-    a_leaves = [jnp.asarray(x) for x in a_leaves]
-    b_leaves = [jnp.asarray(x) for x in b_leaves]
-    _check_values(a_leaves, a_keys, "a_values", op)
-    _check_values(b_leaves, b_keys, "b_values", op)
+    a_leaves = [as_array(x, "a_values", op) for x in a_leaves]
+    b_leaves = [as_array(x, "b_values", op) for x in b_leaves]
+    check_values(a_leaves, a_keys, "a_values", op)
+    check_values(b_leaves, b_keys, "b_values", op)
     for va, vb in zip(a_leaves, b_leaves, strict=True):
         if va.dtype != vb.dtype:
             raise TypeError(
@@ -293,14 +156,14 @@ def merge_by_key(
     a_valid = jnp.full(batch, m, np.int32)
     b_valid = jnp.full(batch, n, np.int32)
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
-    if _fusable_values(a_leaves, a_keys) and _fusable_values(b_leaves, b_keys):
+    if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
         keys, moved = _merge_last_axis(ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE)
         return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
     keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX)
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
-        _gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
+        gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
         for va, vb in zip(a_leaves, b_leaves, strict=True)
     ]
     return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, out_leaves)
@@ -327,13 +190,13 @@ def merge_runs(
                [1, 2, 3, 5]], dtype=int32)
     """
     op = "merge_runs"
-    x = _as_key_array(x, "x", op)
-    descending = _check_direction(descending, op)
-    ax = _normalize_axis(axis, x.ndim, "x", op)
+    x = as_key_array(x, "x", op)
+    descending = check_direction(descending, op)
+    ax = normalize_axis(axis, x.ndim, "x", op)
     d = x.shape[ax]
-    _check_length(d, op)
-    batch = _batch_shape(x, ax)
-    splits = _row_lengths(split, d, batch, "split", op)
+    check_length(d, op)
+    batch = batch_shape(x, ax)
+    splits = row_lengths(split, d, batch, "split", op)
     xl = jnp.moveaxis(x, ax, -1)
     if x.size == 0:
         keys, idx = xl, jnp.broadcast_to(jnp.arange(d, dtype=np.int32), xl.shape)
@@ -362,22 +225,23 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         Array([0, 1, 2], dtype=int32)
     """
     op = "co_rank"
-    a = _as_key_array(a, "a", op)
-    b = _as_key_array(b, "b", op)
-    _check_same_dtype(a, b, "a and b", op)
-    descending = _check_direction(descending, op)
-    batch = _check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
+    a_in, b_in = a, b
+    a = as_key_array(a, "a", op, like=b if hasattr(b, "dtype") else None)
+    b = as_key_array(b, "b", op, like=None if hasattr(b_in, "dtype") else a)
+    check_same_dtype(a, b, "a and b", op, list_note(a_in) + list_note(b_in))
+    descending = check_direction(descending, op)
+    batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
-    _check_length(m + n, op)
-    k = _clamp_int32(k, m + n) if isinstance(k, int | np.integer) else jnp.asarray(k)
-    _check_int_dtype(k, "k", op)
+    check_length(m + n, op)
+    k = clamp_int32(k, m + n) if isinstance(k, int | np.integer) else as_array(k, "k", op)
+    check_int_dtype(k, "k", op)
     if k.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: k's leading dimensions must be the batch shape "
             f"{batch}, got k of shape {k.shape}"
         )
     query_shape = k.shape[len(batch) :]
-    kk = _clamp_int32(k, m + n).reshape(*batch, -1)
+    kk = clamp_int32(k, m + n).reshape(*batch, -1)
     if kk.size == 0 or m == 0 or n == 0:
         out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial
     else:
@@ -395,9 +259,9 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
         Array(True, dtype=bool)
     """
     op = "is_sorted"
-    x = _as_key_array(x, "x", op)
-    descending = _check_direction(descending, op)
-    ax = _normalize_axis(axis, x.ndim, "x", op)
+    x = as_key_array(x, "x", op)
+    descending = check_direction(descending, op)
+    ax = normalize_axis(axis, x.ndim, "x", op)
     xl = jnp.moveaxis(x, ax, -1)
     if xl.size == 0 or xl.shape[-1] <= 1:
         return jnp.ones(xl.shape[:-1], jnp.bool_)

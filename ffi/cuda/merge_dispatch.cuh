@@ -1,0 +1,73 @@
+// merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
+// enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
+// on `stream`: the packed kernel for rows no longer than a tile, else the partition pass and the
+// tiled kernel. No allocation, no host sync: the partition workspace is the caller's
+// merge_workspace_elements() int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's
+// passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/tuning.h"
+#include "merge_kernels.cuh"
+#include "partition.cuh"
+
+namespace jax_mergepath {
+
+// Enqueues one merge batch with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks).
+template <typename Traits, PayloadKind kPayload, typename Value,
+          typename Policy = DefaultMergePolicy<Traits, kPayload, Value>>
+cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
+  constexpr int kTile = static_cast<int>(Policy::kTile);
+  const MergeLayout& layout = call.layout;
+  if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
+  const auto flip = direction_mask<Traits>(call.descending);
+  if constexpr (!is_ranks(kPayload)) {
+    if (merge_is_packed(kTile, layout, kPayload)) {
+      const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());
+      const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;
+      if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+      merge_packed_kernel<Traits, kPayload, Value, Policy>
+          <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(call, flip);
+      return cudaGetLastError();
+    }
+  }
+  const TileMap map = tile_map(layout, kTile);
+  if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  merge_tiled_kernel<Traits, kPayload, Value, Policy>
+      <<<static_cast<unsigned>(map.tiles()), Policy::kThreads, 0, stream>>>(call, workspace, flip,
+                                                                          map);
+  return cudaGetLastError();
+}
+
+// The runtime payload of a merge call -> launch_merge's template (values move as raw bits).
+template <typename Traits>
+cudaError_t launch_merge_for_payload(const MergeCall& call, int32_t* workspace,
+                                     cudaStream_t stream) {
+  switch (call.payload) {
+    case PayloadKind::kIndex:
+      return launch_merge<Traits, PayloadKind::kIndex, int32_t>(call, workspace, stream);
+    case PayloadKind::kValue:
+      return visit_payload_bits(call.value_bytes, [&](auto value) {
+        return launch_merge<Traits, PayloadKind::kValue, decltype(value)>(call, workspace,
+                                                                          stream);
+      });
+    case PayloadKind::kRanksOfA:
+      return launch_merge<Traits, PayloadKind::kRanksOfA, int32_t>(call, workspace, stream);
+    case PayloadKind::kRanksOfB:
+      return launch_merge<Traits, PayloadKind::kRanksOfB, int32_t>(call, workspace, stream);
+    case PayloadKind::kNone:
+    default:
+      return launch_merge<Traits, PayloadKind::kNone, uint8_t>(call, workspace, stream);
+  }
+}
+
+}  // namespace jax_mergepath

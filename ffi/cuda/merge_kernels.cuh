@@ -1,0 +1,231 @@
+// merge_kernels.cuh: the kernel level of the CUDA batched merge, on the shared core (thread
+// level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
+//
+// Merges longer than a tile ("tiled"), after the partition pass (partition.cuh) wrote every tile
+// boundary's split: one block per tile loads the tile's exact A and B ranges into shared memory
+// (16-byte loads), every thread finds its split by co_rank in shared memory and merges kItems
+// outputs into registers (merge_full when the tile has no ragged tail, merge_general otherwise),
+// and each warp stores its outputs through shared memory, coalesced; indices or values follow.
+// Ranks payloads (searchsorted) store, for each output of the ranked side, how many outputs of
+// the other side precede it.
+// Rows no longer than a tile ("packed"): a block merges up to kMaxRowsPerTile whole rows, its
+// threads crossing row boundaries, so a vmap of tiny merges fills the GPU too.
+// Invariants: all reads stay inside the block's ranges (unsorted input only reorders);
+// in-block positions are int32, global offsets int64. NOTES.md has what was measured and tried.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "block_merge.cuh"
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+#include "tile_io.cuh"
+
+namespace jax_mergepath {
+
+// The ranges of tile `tile_id` of the batch, from the partition pass's splits.
+__device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
+                                                     const int32_t* splits, int64_t tile_id,
+                                                     const TileMap& map) {
+  // Both fit 32 bits (the launch checks tiles < 2^31): a 32-bit division is ~5x cheaper.
+  const uint32_t merge32 =
+      static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
+  const int64_t merge = merge32, t = tile_id - int64_t{merge32} * map.tiles_per_merge;
+  const RowGeometry g = row_geometry(layout, merge);
+  const int64_t length = g.m + g.n;
+  const int32_t* merge_splits = splits + merge * (map.tiles_per_merge + 1);
+  return tile_ranges(g, tile_diagonal(t, map.tile, length), tile_diagonal(t + 1, map.tile, length),
+                     merge_splits[t], merge_splits[t + 1]);
+}
+
+// Ranks payloads: output p of the tile (diagonal r.k_begin + p of its merge) came from element
+// e of the tile's A range (or B's); the ranked side's element gets the count of the other
+// side's outputs before it.
+template <PayloadKind kPayload>
+__device__ __forceinline__ void store_rank(const TileRanges& r, void* ranks, int p, bool from_b,
+                                           int e) {
+  if (kPayload == PayloadKind::kRanksOfA && !from_b) {
+    // B outputs before it: its diagonal minus the A elements before it (i0 + e).
+    static_cast<int32_t*>(ranks)[r.a_begin + e] = r.k_begin + p - (r.a_index_base + e);
+  } else if (kPayload == PayloadKind::kRanksOfB && from_b) {
+    // A outputs before it: its diagonal minus the B elements before it (j0 + e).
+    const int j0 = r.k_begin - r.a_index_base;
+    static_cast<int32_t*>(ranks)[r.b_begin + e] = r.k_begin + p - (j0 + e);
+  }
+}
+
+// One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
+// tail inside them (every tile of a full-length merge) take the branch-free thread merge.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
+                       TileMap map) {
+  using Bits = typename Traits::Bits;
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
+  constexpr bool kRanks = is_ranks(kPayload);
+  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  Bits* keys = shared.keys();
+  const bool separate = call.layout.mode == RowMode::kSeparate;
+  const Bits* a_all = static_cast<const Bits*>(call.a);
+  const Bits* b_all = static_cast<const Bits*>(separate ? call.b : call.a);
+  const Value* va_all = static_cast<const Value*>(call.a_values);
+  const Value* vb_all = static_cast<const Value*>(separate ? call.b_values : call.a_values);
+  const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map);
+  const int count = r.a_count + r.b_count;
+  if (count == 0) return;  // a spare tile of a short run pair (the whole block returns)
+  const TileLocs locs = load_tile(shared, a_all + r.a_begin, b_all + r.b_begin,
+                                  va_all + r.a_begin, vb_all + r.b_begin, r.a_count, r.b_count);
+  __syncthreads();
+  Bits key_reg[kItems];
+  int src_reg[kItems];
+  int32_t index_reg[kItems];
+  const int p0 = static_cast<int>(threadIdx.x) * kItems;
+  if (r.mv == r.a_count && r.nv == r.b_count) {
+    int pos_reg[kItems];
+    merge_full<kItems, Traits>(keys, locs.key_loc1, r.a_count, locs.key_loc2, r.b_count, p0, 0,
+                               flip, [&](int c, Bits raw, int pos) {
+                                 key_reg[c] = raw;
+                                 pos_reg[c] = pos;
+                               });
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) {  // key position -> row index and value position
+      const bool from_b = pos_reg[c] >= locs.key_loc2;
+      const int e = pos_reg[c] - (from_b ? locs.key_loc2 : locs.key_loc1);
+      if constexpr (kRanks) {
+        if (p0 + c < count) store_rank<kPayload>(r, call.out_payload, p0 + c, from_b, e);
+      }
+      // (unsigned: outputs past `count` are never stored and may wrap near 2^31)
+      index_reg[c] = static_cast<int32_t>(static_cast<uint32_t>(e) +
+                                          static_cast<uint32_t>(from_b ? r.b_index_base
+                                                                       : r.a_index_base));
+      src_reg[c] = e + (from_b ? locs.val_loc2 : locs.val_loc1);
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) {
+      key_reg[c] = Bits(0);
+      src_reg[c] = 0;
+      index_reg[c] = 0;
+    }
+    auto segment_at = [&](int p, int& diag) {
+      diag = p;
+      return Segment{{locs.key_loc1, locs.key_loc2, r.a_count, r.b_count, r.mv, r.nv, count},
+                     r.a_index_base, r.b_index_base, locs.val_loc1, locs.val_loc2};
+    };
+    merge_general<kItems, Traits>(
+        flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },
+        [&](int c, Bits raw, bool from_b, int e, const Segment& s) {
+          if constexpr (kRanks) store_rank<kPayload>(r, call.out_payload, p0 + c, from_b, e);
+          key_reg[c] = raw;
+          src_reg[c] = (from_b ? s.b_src_base : s.a_src_base) + e;
+          index_reg[c] = (from_b ? s.b_index_base : s.a_index_base) + e;
+        });
+  }
+  if constexpr (!kRanks) {
+    __syncthreads();  // every thread is done reading the keys in shared.stage
+    store_tile_outputs(shared, key_reg, src_reg, index_reg,
+                       static_cast<Bits*>(call.out) + r.out_begin,
+                       kPayload == PayloadKind::kNone
+                           ? nullptr
+                           : static_cast<void*>(static_cast<Value*>(call.out_payload) +
+                                                r.out_begin),
+                       count);
+  }
+}
+
+// Rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or ranks.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
+    merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
+  using Bits = typename Traits::Bits;
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = kThreads * kItems;
+  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  __shared__ int row_split[kMaxRowsPerTile], row_mv[kMaxRowsPerTile], row_nv[kMaxRowsPerTile];
+  Bits* keys = shared.keys();
+
+  const MergeLayout& layout = call.layout;
+  const bool runs = layout.mode == RowMode::kRuns;
+  const Bits* a_all = static_cast<const Bits*>(call.a);
+  const Bits* b_all = static_cast<const Bits*>(runs ? call.a : call.b);
+  const Value* va_all = static_cast<const Value*>(call.a_values);
+  const Value* vb_all = static_cast<const Value*>(runs ? call.a_values : call.b_values);
+  const int row_len = static_cast<int>(layout.row_length());
+  const int64_t per_tile = merge_rows_per_tile(kTile, row_len);
+  const int64_t row0 = int64_t{blockIdx.x} * per_tile;
+  const int rows_here =
+      static_cast<int>(layout.rows - row0 < per_tile ? layout.rows - row0 : per_tile);
+  for (int r = threadIdx.x; r < rows_here; r += kThreads) {
+    const RowGeometry rg = row_geometry(layout, row0 + r);
+    row_split[r] = static_cast<int>(rg.m);
+    row_mv[r] = static_cast<int>(rg.mv);
+    row_nv[r] = static_cast<int>(rg.nv);
+  }
+  // Inputs: kRuns reads whole rows of x; kSeparate reads the rows of a, then the rows of b.
+  const int count = rows_here * row_len;
+  const int m = runs ? 0 : static_cast<int>(layout.m);
+  const int n = runs ? 0 : static_cast<int>(layout.n);
+  const int64_t in1 = runs ? row0 * row_len : row0 * m;
+  const int64_t in2 = row0 * n;
+  const int c1 = runs ? count : rows_here * m;
+  const int c2 = runs ? 0 : rows_here * n;
+  const int64_t out_begin = row0 * row_len;
+  const TileLocs locs =
+      load_tile(shared, a_all + in1, b_all + in2, va_all + in1, vb_all + in2, c1, c2);
+  __syncthreads();
+
+  auto segment_at = [&](int p, int& diag) {
+    const int r = p / row_len;
+    diag = p - r * row_len;
+    Segment s;
+    s.m = row_split[r];
+    s.n = row_len - s.m;
+    s.mv = row_mv[r];
+    s.nv = row_nv[r];
+    const int a_row = runs ? r * row_len : r * m;  // element offsets in the loaded ranges
+    const int b_row = runs ? a_row + s.m : r * n;
+    s.a_loc = locs.key_loc1 + a_row;
+    s.b_loc = (runs ? locs.key_loc1 : locs.key_loc2) + b_row;
+    s.a_index_base = 0;
+    s.b_index_base = s.m;
+    s.a_src_base = locs.val_loc1 + a_row;
+    s.b_src_base = (runs ? locs.val_loc1 : locs.val_loc2) + b_row;
+    s.length = row_len;
+    return s;
+  };
+  Bits key_reg[kItems];
+  int src_reg[kItems];
+  int32_t index_reg[kItems];
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) {
+    key_reg[c] = Bits(0);
+    src_reg[c] = 0;
+    index_reg[c] = 0;
+  }
+  merge_general<kItems, Traits>(
+      flip, static_cast<int>(threadIdx.x) * kItems, count, segment_at,
+      [&](int pos) { return keys[pos]; },
+      [&](int c, Bits raw, bool from_b, int e, const Segment& s) {
+        key_reg[c] = raw;
+        src_reg[c] = (from_b ? s.b_src_base : s.a_src_base) + e;
+        index_reg[c] = (from_b ? s.b_index_base : s.a_index_base) + e;
+      });
+  __syncthreads();  // every thread is done reading the keys in shared.stage
+  store_tile_outputs(shared, key_reg, src_reg, index_reg,
+                     static_cast<Bits*>(call.out) + out_begin,
+                     kPayload == PayloadKind::kNone
+                         ? nullptr
+                         : static_cast<void*>(static_cast<Value*>(call.out_payload) + out_begin),
+                     count);
+}
+
+// The merge's default tile policy for a key type and payload (tuning.h).
+template <typename Traits, PayloadKind kPayload, typename Value>
+using DefaultMergePolicy =
+    MergePolicy<int(sizeof(typename Traits::Bits)),
+                payload_bytes(kPayload, kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0)>;
+
+}  // namespace jax_mergepath

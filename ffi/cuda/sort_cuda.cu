@@ -1,0 +1,75 @@
+// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (merge_launch.h). All on `stream`,
+// no allocation, no host sync (graph-safe):
+//   1. row flags: every row starts "sorted", any out-of-order neighbour pair clears its flag
+//      (the is_sorted kernel);
+//   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
+//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs;
+//   3. passes: each ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
+//      (MergeLayout kRunPairs), run width tile, 2 tile, ..., ping-ponging between the outputs
+//      and the spare buffers; sorted rows' merges are empty (row_done).
+// The payload (int32 positions for argsort, or one value) is generated or loaded by the block
+// sort and moved by the passes as a kValue payload of its width.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "block_sort.cuh"
+#include "jax_mergepath/tuning.h"
+#include "merge_launch.h"
+
+namespace jax_mergepath {
+namespace {
+
+template <typename Traits, PayloadKind kPayload, typename Value>
+cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+  using Bits = typename Traits::Bits;
+  constexpr bool kCarry = kPayload != PayloadKind::kNone;
+  using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
+  const int64_t rows = call.rows, d = call.length;
+  if (rows == 0 || d == 0) return cudaSuccess;
+  const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
+  if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
+
+  const int passes = sort_passes(Policy::kTile, d);
+  Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
+  Value* val_buf[2] = {static_cast<Value*>(call.out_payload),
+                       static_cast<Value*>(call.spare_payload)};
+  int cur = passes & 1;
+  const int64_t tiles_per_row = ceil_div(d, Policy::kTile);
+  if (rows * tiles_per_row >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  const auto flip = direction_mask<Traits>(call.descending);
+  block_sort_kernel<Traits, kPayload, Value, Policy>
+      <<<static_cast<unsigned>(rows * tiles_per_row), Policy::kThreads, 0, stream>>>(
+          call, key_buf[cur], val_buf[cur], flip, tiles_per_row);
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+
+  for (int64_t width = Policy::kTile; width < d; width *= 2, cur ^= 1) {
+    const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
+                                     val_buf[cur ^ 1], kCarry ? int(sizeof(Value)) : 0);
+    if (cudaError_t err = merge_cuda(pass, splits, stream); err != cudaSuccess) {
+      return err;
+    }
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t sort_cuda(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+  return visit_key_type(call.key_type, [&](auto traits) -> cudaError_t {
+    using Traits = decltype(traits);
+    switch (call.payload) {
+      case PayloadKind::kIndex:
+        return launch_sort<Traits, PayloadKind::kIndex, int32_t>(call, splits, stream);
+      case PayloadKind::kValue:
+        return visit_payload_bits(call.value_bytes, [&](auto value) {
+          return launch_sort<Traits, PayloadKind::kValue, decltype(value)>(call, splits, stream);
+        });
+      case PayloadKind::kNone:
+      default:
+        return launch_sort<Traits, PayloadKind::kNone, uint8_t>(call, splits, stream);
+    }
+  });
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,228 @@
+"""Argument checking shared by the public functions: everything here runs at trace time and
+raises TypeError / ValueError naming the function and the argument (SPEC.md "Errors").
+
+Contract: keys come out as jax arrays of a key dtype (_dtypes.py) with at least one dimension;
+axes come out normalized; lengths, splits and k are clamped int32 that never wrap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_mergepath._dtypes import key_info, supported_names
+
+ArrayLike = Any
+PyTree = Any
+
+INDEX_LIMIT = 2**31  # returned indices are int32
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "dtype") and hasattr(x, "shape")
+
+
+def _host_dtype_error(x: Any, name: str, op: str) -> None:
+    """A TypeError for inputs jnp.asarray cannot take (strings, objects), naming the argument."""
+    if isinstance(x, jax.Array):
+        return
+    try:
+        dtype = np.asarray(x).dtype
+    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
+        return
+    # strings, bytes, objects, datetimes, structured records (ml_dtypes' bfloat16 and float8
+    # types are void-kind too, but jax takes them)
+    if dtype.kind in "USOMm" or dtype.fields is not None:
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} has dtype {dtype}, which JAX arrays cannot hold; "
+            f"keys must be one of: {supported_names()}"
+        )
+
+
+def as_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
+    """x as a jax array. A Python scalar or list given beside an array (`like`) takes that
+    array's dtype when its values fit it exactly (ints in range, ints or floats into a float
+    dtype), so `merge(int8_array, [1, 5])` works."""
+    _host_dtype_error(x, name, op)
+    if like is not None and not _is_array(x):
+        host = np.asarray(x)
+        target = np.dtype(like.dtype)
+        if _python_values_fit(host, target):
+            return jnp.asarray(host, dtype=target)
+    return jnp.asarray(x)
+
+
+def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
+    if host.dtype.kind == "b":
+        return target.kind == "b"
+    if host.dtype.kind in "iu" and target.kind in "iu":
+        if host.size == 0:
+            return True
+        info = np.iinfo(target)
+        return bool(host.min() >= info.min and host.max() <= info.max)
+    return host.dtype.kind in "iuf" and target.kind == "f"
+
+
+def list_note(x: Any) -> str:
+    """' (given as a Python list/scalar)' for arguments that were not arrays."""
+    return "" if _is_array(x) else f" (given as a Python {type(x).__name__})"
+
+
+def as_key_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
+    """A key array of a supported dtype with at least one dimension."""
+    arr = as_array(x, name, op, like)
+    if jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} has complex dtype {arr.dtype}; complex keys have no order"
+        )
+    if key_info(arr.dtype) is None:
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} has unsupported dtype {arr.dtype}; keys must be one "
+            f"of: {supported_names()}"
+        )
+    if arr.ndim == 0:
+        raise ValueError(
+            f"jax_mergepath.{op}: {name} must have at least one dimension, got a 0-d array"
+        )
+    return arr
+
+
+def normalize_axis(axis: Any, ndim: int, name: str, op: str) -> int:
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
+        raise TypeError(f"jax_mergepath.{op}: axis must be an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"jax_mergepath.{op}: axis {axis} is out of range for {name} with {ndim} dimension(s)"
+        )
+    return int(axis) % ndim
+
+
+def batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:
+    return tuple(d for i, d in enumerate(x.shape) if i != axis)
+
+
+def check_same_dtype(a: jax.Array, b: jax.Array, names: str, op: str, note: str = "") -> None:
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} and "
+            f"{b.dtype}{note}"
+        )
+
+
+def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
+    items = list(shapes.items())
+    first_name, first = items[0]
+    for name, shape in items[1:]:
+        if shape != first:
+            raise ValueError(
+                f"jax_mergepath.{op}: batch dimensions (all but the merged or sorted axis) "
+                f"must be equal: {first_name} has {first}, {name} has {shape}"
+            )
+    return first
+
+
+def check_length(length: int, op: str) -> None:
+    if length >= INDEX_LIMIT:
+        raise ValueError(
+            f"jax_mergepath.{op}: the merged or sorted axis has {length} elements; at most "
+            f"{INDEX_LIMIT - 1} fit int32 indices"
+        )
+
+
+def clamp_int32(v: ArrayLike, hi: int) -> jax.Array:
+    """Integers clamped to [0, hi] (hi < 2**31), as int32, never wrapped: Python ints are clamped
+    on the host (any size), int arrays in their own dtype with a bound it can hold."""
+    if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
+        return jnp.asarray(min(max(int(v), 0), hi), np.int32)
+    v = jnp.asarray(v)
+    bound = min(hi, int(jnp.iinfo(v.dtype).max))
+    return jnp.clip(v, 0, bound).astype(np.int32)
+
+
+def check_int_dtype(v: jax.Array, name: str, op: str) -> None:
+    if not jnp.issubdtype(v.dtype, jnp.integer):
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} must be an int or an int array, got dtype {v.dtype}"
+        )
+
+
+def row_lengths(
+    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
+) -> jax.Array:
+    """Per-row int32 lengths of the batch shape, clamped to [0, default] (None: default)."""
+    if value is None:
+        return jnp.full(batch, default, np.int32)
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return jnp.full(batch, clamp_int32(value, default))
+    _host_dtype_error(value, name, op)
+    v = jnp.asarray(value)
+    check_int_dtype(v, name, op)
+    try:
+        v = jnp.broadcast_to(v, batch)
+    except ValueError:
+        raise ValueError(
+            f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
+            f"the batch shape {batch}"
+        ) from None
+    return clamp_int32(v, default)
+
+
+def check_direction(descending: Any, op: str) -> bool:
+    if not isinstance(descending, bool | np.bool_):
+        raise TypeError(f"jax_mergepath.{op}: descending must be a Python bool")
+    return bool(descending)
+
+
+def check_key_pair(
+    a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
+) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
+    """The two sorted key arrays of a merge: arrays, supported equal dtypes, same rank, equal
+    batch dimensions, a merged length that fits int32. Returns (a, b, axis, batch shape)."""
+    a_arr = as_key_array(a, names[0], op, like=b if _is_array(b) else None)
+    b_arr = as_key_array(b, names[1], op, like=a_arr if not _is_array(b) else None)
+    check_same_dtype(a_arr, b_arr, f"{names[0]} and {names[1]}", op, list_note(a) + list_note(b))
+    ax = normalize_axis(axis, a_arr.ndim, names[0], op)
+    if b_arr.ndim != a_arr.ndim:
+        raise ValueError(
+            f"jax_mergepath.{op}: {names[0]} and {names[1]} must have the same number of "
+            f"dimensions, got {a_arr.ndim} and {b_arr.ndim}"
+        )
+    batch = check_batch(
+        {names[0]: batch_shape(a_arr, ax), names[1]: batch_shape(b_arr, ax)}, op
+    )
+    check_length(a_arr.shape[ax] + b_arr.shape[ax], op)
+    return a_arr, b_arr, ax, batch
+
+
+def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
+    """One value array shaped like its keys moves inside the kernel itself (raw bits of 1, 2,
+    4 or 8 bytes); other layouts are gathered with the permutation."""
+    return (
+        len(leaves) == 1
+        and leaves[0].shape == keys.shape
+        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
+        # sub-byte dtypes (int4, float4...) are packed by XLA: not one element per byte
+        and jax.dtypes.itemsize_bits(leaves[0].dtype) == 8 * leaves[0].dtype.itemsize
+        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
+    )
+
+
+def check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -> None:
+    for leaf in leaves:
+        if leaf.shape[: keys.ndim] != keys.shape:
+            raise ValueError(
+                f"jax_mergepath.{op}: every leaf of {name} must have the shape of "
+                f"its keys {keys.shape} (trailing dimensions allowed), got "
+                f"{leaf.shape}"
+            )
+
+
+def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
+    """src[..., idx, ...] along ax, idx shaped like the keys (src may have trailing dims)."""
+    extra = src.ndim - idx.ndim
+    full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
+    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
+    return jnp.take_along_axis(src, full_idx, axis=ax)

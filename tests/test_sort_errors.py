@@ -1,0 +1,237 @@
+# Bad arguments to the sort family raise at trace time (SPEC "Errors"): complex, string and
+# object keys -> TypeError naming the argument; descending not a bool -> TypeError; 0-d inputs,
+# axis out of range, values whose shape does not match the keys, lax_sort operands of different
+# shapes, num_keys < 1 or > len(operands), searchsorted's side not "left"/"right", mismatched
+# batch shapes, an axis too long for int32 indices -> ValueError. Each case is checked on abstract
+# inputs (jax.eval_shape: nothing runs) and on concrete ones; messages are checked loosely for
+# the argument's name. Good arguments of every dtype trace to the right shapes and dtypes.
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import KEY_DTYPES, dtype_id
+
+import jax_mergepath as jmp
+
+S = jax.ShapeDtypeStruct
+F32, I32 = jnp.float32, jnp.int32
+
+
+def _raises_both_ways(exc: type[Exception], match: str, fn: Callable, *specs: Any) -> None:
+    """fn raises exc (message matching) on abstract inputs and on concrete zero inputs."""
+    with pytest.raises(exc, match=match):
+        jax.eval_shape(fn, *specs)
+    concrete = jax.tree.map(
+        lambda s: jnp.zeros(s.shape, s.dtype) if isinstance(s, jax.ShapeDtypeStruct) else s, specs
+    )
+    with pytest.raises(exc, match=match):
+        fn(*concrete)
+
+
+def _names(name: str, what: str) -> str:
+    """A pattern matching messages that contain the word name AND the pattern what."""
+    return rf"(?is)(?=.*\b{name}\b)(?=.*({what}))"
+
+
+COMPLEX = r"complex|dtype"
+
+# ------------------------------------------------------------------------------ sort / argsort
+
+SORT_ERRORS = [
+    # (id, exception, match, x spec, kwargs)
+    ("complex64", TypeError, _names("x", COMPLEX), S((5,), jnp.complex64), {}),
+    ("complex128", TypeError, _names("x", COMPLEX), S((2, 5), jnp.complex128), {}),
+    ("x_0d", ValueError, r"\bx\b", S((), F32), {}),
+    ("x_0d_int", ValueError, r"\bx\b", S((), jnp.int8), {}),
+    ("axis_too_big", ValueError, r"(?i)axis", S((2, 5), F32), {"axis": 2}),
+    ("axis_too_small", ValueError, r"(?i)axis", S((2, 5), F32), {"axis": -3}),
+    ("axis_1d", ValueError, r"(?i)axis", S((5,), F32), {"axis": 1}),
+    ("axis_1d_neg", ValueError, r"(?i)axis", S((5,), F32), {"axis": -2}),
+    ("descending_str", TypeError, r"descending", S((5,), F32), {"descending": "yes"}),
+    ("descending_none", TypeError, r"descending", S((5,), F32), {"descending": None}),
+]
+
+
+@pytest.mark.parametrize("fn", [jmp.sort, jmp.argsort], ids=["sort", "argsort"])
+@pytest.mark.parametrize(
+    ("exc", "match", "x", "kw"), [c[1:] for c in SORT_ERRORS], ids=[c[0] for c in SORT_ERRORS]
+)
+def test_sort_bad_arguments(fn, exc, match, x, kw):
+    _raises_both_ways(exc, match, functools.partial(fn, **kw), x)
+
+
+@pytest.mark.parametrize("fn", [jmp.sort, jmp.argsort], ids=["sort", "argsort"])
+@pytest.mark.parametrize(
+    "x",
+    [np.array(["b", "a"]), np.array([b"b", b"a"]), np.array([1, "a", None], dtype=object)],
+    ids=["str", "bytes", "object"],
+)
+def test_sort_string_and_object_keys(fn, x):
+    with pytest.raises(TypeError, match=r"(?i)\bx\b|dtype|type"):
+        fn(x)
+
+
+@pytest.mark.parametrize("fn", [jmp.sort, jmp.argsort], ids=["sort", "argsort"])
+@pytest.mark.parametrize("shape", [(2**31,), (2, 2**31), (2**31 + 5, 1)], ids=str)
+def test_sort_axis_too_long_for_int32(fn, shape):
+    axis = 0 if shape[-1] == 1 else -1
+    with pytest.raises(ValueError):
+        jax.eval_shape(functools.partial(fn, axis=axis), S(shape, jnp.int8))
+
+
+def test_sort_axis_just_fits_int32():
+    out = jax.eval_shape(jmp.argsort, S((2**31 - 1,), jnp.int8))
+    assert out.shape == (2**31 - 1,) and out.dtype == jnp.int32
+    out = jax.eval_shape(jmp.sort, S((2, 2**31 - 1), jnp.int8))
+    assert out.shape == (2, 2**31 - 1) and out.dtype == jnp.int8
+
+
+def test_sort_errors_under_jit_and_vmap():
+    with pytest.raises(TypeError, match=r"(?i)complex|dtype"):
+        jax.jit(jmp.sort)(jnp.zeros((3, 5), jnp.complex64))
+    with pytest.raises(ValueError):
+        jax.vmap(jmp.sort)(jnp.zeros((3,), F32))  # 0-d per example
+    with pytest.raises(ValueError):
+        jax.vmap(jmp.argsort)(jnp.zeros((3,), I32))
+    with pytest.raises(ValueError, match=r"(?i)axis"):
+        jax.jit(functools.partial(jmp.sort, axis=5))(jnp.zeros((3, 5), F32))
+    with pytest.raises(ValueError, match=r"(?i)axis"):
+        jax.vmap(functools.partial(jmp.argsort, axis=1))(jnp.zeros((3, 5), F32))
+
+
+# ------------------------------------------------------------------------------ sort_by_key
+
+SBK_ERRORS = [
+    # (id, exception, match, (keys spec, values specs), kwargs)
+    ("complex_keys", TypeError, _names("keys", COMPLEX),
+     (S((5,), jnp.complex64), S((5,), F32)), {}),
+    ("keys_0d", ValueError, r"keys", (S((), F32), S((), F32)), {}),
+    ("values_length", ValueError, r"values", (S((5,), F32), S((4,), F32)), {}),
+    ("values_batch", ValueError, r"values", (S((3, 5), F32), S((2, 5), F32)), {}),
+    ("values_fewer_dims", ValueError, r"values", (S((3, 5), F32), S((5,), F32)), {}),
+    ("values_0d", ValueError, r"values", (S((5,), F32), S((), F32)), {}),
+    ("values_leaf_in_tree", ValueError, r"values",
+     (S((5,), F32), {"a": S((5, 3), F32), "b": S((4,), I32)}), {}),
+    ("values_axis0_trailing", ValueError, r"values",
+     (S((5, 3), F32), S((5, 2), F32)), {"axis": 0}),
+    ("axis", ValueError, r"(?i)axis", (S((2, 5), F32), S((2, 5), F32)), {"axis": 2}),
+    ("axis_neg", ValueError, r"(?i)axis", (S((2, 5), F32), S((2, 5), F32)), {"axis": -3}),
+    ("descending", TypeError, r"descending", (S((5,), F32), S((5,), F32)),
+     {"descending": "no"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "specs", "kw"), [c[1:] for c in SBK_ERRORS], ids=[c[0] for c in SBK_ERRORS]
+)
+def test_sort_by_key_bad_arguments(exc, match, specs, kw):
+    _raises_both_ways(exc, match, functools.partial(jmp.sort_by_key, **kw), *specs)
+
+
+def test_sort_by_key_string_keys_and_long_axis():
+    with pytest.raises(TypeError):
+        jmp.sort_by_key(np.array(["b", "a"]), np.arange(2))
+    with pytest.raises(ValueError):
+        jax.eval_shape(jmp.sort_by_key, S((2**31,), jnp.int8), S((2**31,), jnp.int8))
+
+
+# ------------------------------------------------------------------------------ lax_sort
+
+LAX_ERRORS = [
+    # (id, exception, match, operand specs, kwargs)
+    ("num_keys_0", ValueError, r"num_keys", [S((5,), F32), S((5,), I32)], {"num_keys": 0}),
+    ("num_keys_neg", ValueError, r"num_keys", [S((5,), F32)], {"num_keys": -1}),
+    ("num_keys_too_many", ValueError, r"num_keys", [S((5,), F32), S((5,), I32)],
+     {"num_keys": 3}),
+    ("complex_key", TypeError, r"(?i)complex|dtype", [S((5,), jnp.complex64), S((5,), I32)], {}),
+    ("complex_second_key", TypeError, r"(?i)complex|dtype",
+     [S((5,), I32), S((5,), jnp.complex128)], {"num_keys": 2}),
+    ("shapes_differ", ValueError, r"(?i)shape", [S((5,), F32), S((4,), I32)], {}),
+    ("shapes_differ_batch", ValueError, r"(?i)shape", [S((2, 5), F32), S((3, 5), I32)], {}),
+    ("ndim_differ", ValueError, r"(?i)shape", [S((2, 5), F32), S((5,), I32)], {}),
+    ("dimension_too_big", ValueError, r"(?i)dimension|axis", [S((2, 5), F32)],
+     {"dimension": 2}),
+    ("dimension_too_small", ValueError, r"(?i)dimension|axis", [S((2, 5), F32)],
+     {"dimension": -3}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "specs", "kw"), [c[1:] for c in LAX_ERRORS], ids=[c[0] for c in LAX_ERRORS]
+)
+def test_lax_sort_bad_arguments(exc, match, specs, kw):
+    _raises_both_ways(exc, match, lambda *ops: jmp.lax_sort(ops, **kw), *specs)
+
+
+def test_lax_sort_single_array_errors():
+    with pytest.raises(TypeError, match=r"(?i)complex|dtype"):
+        jax.eval_shape(jmp.lax_sort, S((5,), jnp.complex64))
+    with pytest.raises(TypeError):
+        jmp.lax_sort(np.array(["b", "a"]))
+    with pytest.raises(ValueError):
+        jax.eval_shape(jmp.lax_sort, S((2**31,), jnp.int8))
+    with pytest.raises(ValueError, match=r"(?i)dimension|axis"):
+        jax.eval_shape(functools.partial(jmp.lax_sort, dimension=1), S((5,), F32))
+
+
+# ------------------------------------------------------------------------------ searchsorted
+
+SS_ERRORS = [
+    # (id, exception, match, a spec, v spec, kwargs)
+    ("side_middle", ValueError, r"side", S((5,), F32), S((3,), F32), {"side": "middle"}),
+    ("side_upper", ValueError, r"side", S((5,), F32), S((3,), F32), {"side": "LEFT"}),
+    ("complex_a", TypeError, r"(?i)complex|dtype", S((5,), jnp.complex64), S((3,), F32), {}),
+    ("complex_v", TypeError, r"(?i)complex|dtype", S((5,), F32), S((3,), jnp.complex64), {}),
+    ("a_0d", ValueError, r"\ba\b", S((), F32), S((3,), F32), {}),
+    ("batch_mismatch", ValueError, r"(?i)batch|shape|dim", S((3, 10), F32), S((4, 5), F32), {}),
+    ("v_missing_batch", ValueError, r"(?i)batch|shape|dim", S((3, 4, 10), F32), S((3,), F32),
+     {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("exc", "match", "a", "v", "kw"), [c[1:] for c in SS_ERRORS], ids=[c[0] for c in SS_ERRORS]
+)
+def test_searchsorted_bad_arguments(exc, match, a, v, kw):
+    _raises_both_ways(exc, match, functools.partial(jmp.searchsorted, **kw), a, v)
+    if "side" not in kw:
+        _raises_both_ways(exc, match, functools.partial(jmp.searchsorted, sorted_v=True, **kw),
+                          a, v)  # fmt: skip
+
+
+def test_searchsorted_long_a():
+    with pytest.raises(ValueError):
+        jax.eval_shape(jmp.searchsorted, S((2**31,), jnp.int8), S((3,), jnp.int8))
+
+
+# ------------------------------------------------------------------------------ good arguments
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=dtype_id)
+def test_good_arguments_trace(dtype):
+    """The checks reject only bad arguments: every key dtype traces, with the right outputs."""
+    x = S((3, 7), dtype)
+    out = jax.eval_shape(jmp.sort, x)
+    assert out.shape == (3, 7) and out.dtype == dtype
+    out = jax.eval_shape(functools.partial(jmp.argsort, axis=0, descending=True), x)
+    assert out.shape == (3, 7) and out.dtype == jnp.int32
+    k, v = jax.eval_shape(
+        jmp.sort_by_key, x, {"c": S((3, 7, 2), jnp.complex64), "b": S((3, 7), jnp.bool_)}
+    )
+    assert k.shape == (3, 7) and k.dtype == dtype
+    assert v["c"].shape == (3, 7, 2) and v["c"].dtype == jnp.complex64
+    outs = jax.eval_shape(
+        lambda a, b, c: jmp.lax_sort((a, b, c), num_keys=2), x, S((3, 7), F32),
+        S((3, 7), jnp.complex128),
+    )  # fmt: skip
+    assert [o.dtype for o in outs] == [dtype, F32, jnp.complex128]
+    out = jax.eval_shape(jmp.searchsorted, x, S((3, 2, 5), dtype))
+    assert out.shape == (3, 2, 5) and out.dtype == jnp.int32
+    out = jax.eval_shape(jmp.searchsorted, S((7,), dtype), S((), dtype))
+    assert out.shape == () and out.dtype == jnp.int32

@@ -1,0 +1,209 @@
+# GPU-only sort-family tests (skip themselves unless jax's default device is a GPU): CPU-vs-GPU
+# bit-identity (SPEC: results bit-identical on every backend, indices included) for every key
+# dtype through sort, argsort, sort_by_key, lax_sort and searchsorted; sizes around the block-sort
+# tile and merge passes compared with the references on the GPU; one 2**25-element int32 sort and
+# a 2**24-element float32 argsort.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from merge_checks import DIR_IDS, DIRECTIONS
+from reference import (
+    KEY_DTYPES,
+    assert_bits_equal,
+    dtype_id,
+    np_argsort,
+    random_keys,
+    ref_sort,
+)
+from sort_checks import (
+    PATTERNS,
+    assert_leaf_bits_equal,
+    check_lax_sort,
+    check_searchsorted,
+    check_sort,
+    check_sort_by_key,
+    sort_input,
+    sort_tile,
+    sorted_queries,
+    tile_sizes,
+)
+
+import jax_mergepath as jmp
+
+pytestmark = pytest.mark.requires_gpu
+
+
+def test_gpu_is_default_device():
+    assert jax.devices()[0].platform == "gpu"
+    x = jnp.zeros(4, jnp.int32)
+    assert next(iter(jmp.sort(x).devices())).platform == "gpu"
+
+
+# --------------------------------------------------------------------------- GPU vs references
+
+
+def test_gpu_large_int32_sort(rng):
+    n = 2**25
+    x = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    x[rng.integers(0, n, 64)] = np.iinfo(np.int32).min
+    got = np.asarray(jmp.sort(x))
+    np.testing.assert_array_equal(got, np.sort(x))
+
+
+def test_gpu_large_float32_argsort(rng):
+    n = 2**24
+    x = random_keys(rng, np.float32, (n,), "random")  # duplicates, NaNs, +-0, subnormals
+    got = np.asarray(jmp.argsort(x))
+    assert_bits_equal(got, np_argsort(x), "2**24 float32 argsort")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "descending"),
+    [(np.uint8, False), (np.int16, True), (jnp.bfloat16, False), (np.int32, False),
+     (np.float32, True), (np.int64, False), (np.float64, True)],
+    ids=lambda v: dtype_id(v) if not isinstance(v, bool) else ("desc" if v else "asc"),
+)  # fmt: skip
+def test_gpu_tile_sweep(rng, dtype, descending):
+    """Sizes around the sort and argsort tiles and pass boundaries, plus 2^17 +- 1."""
+    for payload in (0, 4):
+        for i, n in enumerate([*tile_sizes(sort_tile(dtype, payload)), 2**17 - 1, 2**17 + 1]):
+            pattern = PATTERNS[i % len(PATTERNS)]
+            x = sort_input(rng, dtype, (n,), pattern, descending=descending)
+            check_sort(x, descending=descending, what=f"gpu {pattern}")
+
+
+@pytest.mark.parametrize("value_dtype", [np.int8, np.float16, np.int32, np.float64], ids=dtype_id)
+def test_gpu_sort_by_key_tile_sweep(rng, value_dtype):
+    t = sort_tile(np.float32, np.dtype(value_dtype).itemsize)
+    for n in (t - 1, t, t + 1, 2 * t + 1, 3 * t, 4 * t + 1):
+        keys = random_keys(rng, np.float32, (n,), "few")
+        check_sort_by_key(keys, random_keys(rng, value_dtype, (n,)), descending=bool(n % 2))
+
+
+def test_gpu_batched_rows(rng):
+    t = sort_tile(np.float32, 4)
+    for rows, width in ((5000, 1), (3000, 7), (700, 64), (40, 513), (7, t + 3), (3, 4 * t + 1)):
+        x = random_keys(rng, np.float32, (rows, width), "few")
+        check_sort(x, what="gpu rows")
+        check_sort(np.ascontiguousarray(x.T), axis=0, descending=True, what="gpu rows axis 0")
+
+
+def test_gpu_lax_sort_and_searchsorted(rng):
+    k1 = random_keys(rng, np.int64, (3, 9000), "few")
+    k2 = random_keys(rng, np.float64, (3, 9000), "special")
+    check_lax_sort([k1, k2, np.arange(27000).reshape(3, 9000)], num_keys=2, what="gpu")
+    a = ref_sort(random_keys(rng, np.float32, (3, 20000), "few"))
+    v = random_keys(rng, np.float32, (3, 5000), "special")
+    for side in ("left", "right"):
+        check_searchsorted(a, v, side, what="gpu")
+        check_searchsorted(a, ref_sort(v), side, what="gpu sorted")
+
+
+# --------------------------------------------------------------------------- CPU vs GPU parity
+
+
+def _run_on(device: jax.Device, fn: Callable, *args: Any) -> Any:
+    args = jax.device_put(args, device)
+    with jax.default_device(device):
+        out = fn(*args)
+    return jax.tree.map(np.asarray, out)
+
+
+def _gpu_device() -> jax.Device:
+    return jax.devices("gpu")[0]
+
+
+def _assert_same_on_cpu_and_gpu(fn: Callable, *args: Any, what: str = "") -> None:
+    cpu_out = _run_on(jax.devices("cpu")[0], fn, *args)
+    gpu_out = _run_on(_gpu_device(), fn, *args)
+    assert jax.tree.structure(cpu_out) == jax.tree.structure(gpu_out)
+    for c, g in zip(jax.tree.leaves(cpu_out), jax.tree.leaves(gpu_out), strict=True):
+        assert_leaf_bits_equal(g, c, f"GPU vs CPU {what}")
+
+
+@pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=dtype_id)
+def test_cpu_gpu_bit_identical(rng, dtype, descending):
+    def both(x):
+        return (jmp.sort(x, descending=descending), jmp.argsort(x, descending=descending))
+
+    rows = np.stack([sort_input(rng, dtype, (2000,), p, descending=descending) for p in PATTERNS])
+    _assert_same_on_cpu_and_gpu(both, rows, what="patterns")
+    for payload in (0, 4):
+        t = sort_tile(dtype, payload)
+        for n in (t - 1, t + 1, 2 * t + 1, 3 * t, 4 * t + 1):
+            x = random_keys(rng, dtype, (n,), "special" if n % 2 else "random")
+            _assert_same_on_cpu_and_gpu(both, x, what=f"n={n}")
+    x3 = random_keys(rng, dtype, (3, 513, 4), "few")
+
+    def axis1(x):
+        return jmp.argsort(x, axis=1, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(axis1, x3, what="axis=1")
+
+    keys = random_keys(rng, dtype, (2, 3000), "few")
+    vals = {
+        "pos": rng.standard_normal((2, 3000, 3)).astype(np.float32),
+        "id": np.arange(6000, dtype=np.int32).reshape(2, 3000),
+        "same": random_keys(rng, dtype, (2, 3000), "special"),
+        "flag": rng.random((2, 3000)) < 0.5,
+    }
+
+    def by_key(k, v):
+        return jmp.sort_by_key(k, v, descending=descending)
+
+    _assert_same_on_cpu_and_gpu(by_key, keys, vals, what="sort_by_key")
+
+    k2 = random_keys(rng, dtype, (2, 3000), "special")
+    c = (rng.standard_normal((2, 3000)) + 1j).astype(np.complex64)
+
+    def lax(k1, k2, c):
+        return jmp.lax_sort((k1, k2, c), num_keys=2)
+
+    _assert_same_on_cpu_and_gpu(lax, keys, k2, c, what="lax_sort")
+
+    a = ref_sort(random_keys(rng, dtype, (2, 4000), "few"))
+    v = random_keys(rng, dtype, (2, 3, 700), "special")
+    vs = sorted_queries(v, 1)
+
+    def search(a, v, vs):
+        return tuple(
+            jmp.searchsorted(a, q, side, sorted_v=s)
+            for side in ("left", "right")
+            for q, s in ((v, False), (vs, True), (vs, False))
+        )
+
+    _assert_same_on_cpu_and_gpu(search, a, v, vs, what="searchsorted")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.int32, np.float32, np.float64],
+                         ids=dtype_id)  # fmt: skip
+def test_cpu_gpu_bit_identical_large(rng, dtype):
+    x = random_keys(rng, dtype, (2**20 + 7,), "random")
+
+    def both(x):
+        return (jmp.sort(x), jmp.argsort(x, descending=True))
+
+    _assert_same_on_cpu_and_gpu(both, x, what="2**20+7")
+
+
+def test_gpu_subnormals_and_signed_zeros_parity():
+    for dtype in (np.float16, jnp.bfloat16, np.float32, np.float64):
+        tiny = float(jnp.finfo(dtype).smallest_subnormal)
+        x = np.array([tiny, 0.0, -0.0, -tiny, np.nan, 3 * tiny, -0.0, 0.0], np.float64)
+        x = x.astype(dtype)
+
+        def all_of_it(x):
+            return (jmp.sort(x), jmp.argsort(x), jmp.sort(x, descending=True),
+                    jmp.argsort(x, descending=True), jmp.searchsorted(jmp.sort(x), x))  # fmt: skip
+
+        _assert_same_on_cpu_and_gpu(all_of_it, x, what=str(np.dtype(dtype)))
+        np.testing.assert_array_equal(
+            _run_on(_gpu_device(), jmp.argsort, x), [3, 1, 2, 6, 7, 0, 5, 4]
+        )
