@@ -29,7 +29,7 @@ struct MergeShared {
   static constexpr int kTile = kThreads * kItems;
   static constexpr int kValueSlots = kPayload == PayloadKind::kValue ? kSharedSlots<Value, kTile> : 1;
   static constexpr int kElemBytes = std::max({int(sizeof(Bits)),
-                                              kPayload == PayloadKind::kIndex ? 4 : 0,
+                                              kPayload == PayloadKind::kIndex || is_ranks(kPayload) ? 4 : 0,
                                               kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0});
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
   static constexpr int kStageBytes =

@@ -6,8 +6,8 @@
 // (16-byte loads), every thread finds its split by co_rank in shared memory and merges kItems
 // outputs into registers (merge_full when the tile has no ragged tail, merge_general otherwise),
 // and each warp stores its outputs through shared memory, coalesced; indices or values follow.
-// Ranks payloads (searchsorted) store, for each output of the ranked side, how many outputs of
-// the other side precede it.
+// Ranks payloads (searchsorted) store, for each element of the ranked side, how many outputs of
+// the other side precede it (through shared memory, coalesced).
 // Rows no longer than a tile ("packed"): a block merges up to kMaxRowsPerTile whole rows, its
 // threads crossing row boundaries, so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges (unsorted input only reorders);
@@ -43,19 +43,33 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
 }
 
 // Ranks payloads: output p of the tile (diagonal r.k_begin + p of its merge) came from element
-// e of the tile's A range (or B's); the ranked side's element gets the count of the other
-// side's outputs before it.
+// e of the tile's A range (or B's); an element of the ranked side gets the count of the other
+// side's outputs before it. Returns e (or -1 for the other side) and sets rank.
 template <PayloadKind kPayload>
-__device__ __forceinline__ void store_rank(const TileRanges& r, void* ranks, int p, bool from_b,
-                                           int e) {
-  if (kPayload == PayloadKind::kRanksOfA && !from_b) {
-    // B outputs before it: its diagonal minus the A elements before it (i0 + e).
-    static_cast<int32_t*>(ranks)[r.a_begin + e] = r.k_begin + p - (r.a_index_base + e);
-  } else if (kPayload == PayloadKind::kRanksOfB && from_b) {
-    // A outputs before it: its diagonal minus the B elements before it (j0 + e).
-    const int j0 = r.k_begin - r.a_index_base;
-    static_cast<int32_t*>(ranks)[r.b_begin + e] = r.k_begin + p - (j0 + e);
+__device__ __forceinline__ int rank_of(const TileRanges& r, int p, bool from_b, int e,
+                                       int& rank) {
+  const int i0 = r.a_index_base, j0 = r.k_begin - r.a_index_base;
+  const bool ranked = kPayload == PayloadKind::kRanksOfA ? !from_b : from_b;
+  rank = r.k_begin + p - ((from_b ? j0 : i0) + e);  // the other side's outputs before it
+  return ranked ? e : -1;
+}
+
+// Ranks payloads: every thread's ranks (e_reg: element of the ranked side or -1; rank_reg) go
+// through shared memory, then the block writes the ranked side's range coalesced. Call after a
+// barrier that ends every read of shared memory.
+template <PayloadKind kPayload, int kItems, int kThreads>
+__device__ __forceinline__ void store_ranks(int32_t* stage, const int (&e_reg)[kItems],
+                                            const int (&rank_reg)[kItems], const TileRanges& r,
+                                            void* ranks) {
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) {
+    if (e_reg[c] >= 0) stage[e_reg[c]] = rank_reg[c];
   }
+  __syncthreads();
+  const bool of_a = kPayload == PayloadKind::kRanksOfA;
+  const int count = of_a ? r.a_count : r.b_count;
+  int32_t* out = static_cast<int32_t*>(ranks) + (of_a ? r.a_begin : r.b_begin);
+  for (int i = threadIdx.x; i < count; i += kThreads) out[i] = stage[i];
 }
 
 // One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
@@ -95,8 +109,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     for (int c = 0; c < kItems; ++c) {  // key position -> row index and value position
       const bool from_b = pos_reg[c] >= locs.key_loc2;
       const int e = pos_reg[c] - (from_b ? locs.key_loc2 : locs.key_loc1);
-      if constexpr (kRanks) {
-        if (p0 + c < count) store_rank<kPayload>(r, call.out_payload, p0 + c, from_b, e);
+      if constexpr (kRanks) {  // index_reg: the ranked element or -1; src_reg: its rank
+        index_reg[c] = p0 + c < count ? rank_of<kPayload>(r, p0 + c, from_b, e, src_reg[c]) : -1;
+        continue;
       }
       // (unsigned: outputs past `count` are never stored and may wrap near 2^31)
       index_reg[c] = static_cast<int32_t>(static_cast<uint32_t>(e) +
@@ -109,7 +124,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     for (int c = 0; c < kItems; ++c) {
       key_reg[c] = Bits(0);
       src_reg[c] = 0;
-      index_reg[c] = 0;
+      index_reg[c] = kRanks ? -1 : 0;
     }
     auto segment_at = [&](int p, int& diag) {
       diag = p;
@@ -119,14 +134,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_general<kItems, Traits>(
         flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },
         [&](int c, Bits raw, bool from_b, int e, const Segment& s) {
-          if constexpr (kRanks) store_rank<kPayload>(r, call.out_payload, p0 + c, from_b, e);
+          if constexpr (kRanks) {
+            index_reg[c] = rank_of<kPayload>(r, p0 + c, from_b, e, src_reg[c]);
+            return;
+          }
           key_reg[c] = raw;
           src_reg[c] = (from_b ? s.b_src_base : s.a_src_base) + e;
           index_reg[c] = (from_b ? s.b_index_base : s.a_index_base) + e;
         });
   }
-  if constexpr (!kRanks) {
-    __syncthreads();  // every thread is done reading the keys in shared.stage
+  __syncthreads();  // every thread is done reading the keys in shared.stage
+  if constexpr (kRanks) {
+    store_ranks<kPayload, kItems, kThreads>(reinterpret_cast<int32_t*>(shared.stage), index_reg,
+                                            src_reg, r, call.out_payload);
+  } else {
     store_tile_outputs(shared, key_reg, src_reg, index_reg,
                        static_cast<Bits*>(call.out) + r.out_begin,
                        kPayload == PayloadKind::kNone

@@ -27,17 +27,18 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
   call.out[q] = static_cast<int32_t>(co_rank(k, call.m, call.n, call.m, call.n, key_a, key_b));
 }
 
-template <typename Traits>
+// Index: uint32_t when every pair index fits it (a 32-bit division a pair, not a 64-bit one).
+template <typename Traits, typename Index>
 __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
   using Bits = typename Traits::Bits;
-  const int64_t pairs_per_row = call.length - 1;
-  const int64_t total = call.rows * pairs_per_row;
+  const Index pairs_per_row = static_cast<Index>(call.length - 1);
+  const Index total = static_cast<Index>(call.rows) * pairs_per_row;
   const Bits* x = static_cast<const Bits*>(call.x);
-  for (int64_t q = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; q < total;
-       q += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t row = q / pairs_per_row;
+  for (Index q = Index{blockIdx.x} * blockDim.x + threadIdx.x; q < total;
+       q += Index{gridDim.x} * blockDim.x) {
+    const Index row = q / pairs_per_row;
     if (call.out[row] == 0) continue;  // already known unsorted (a stale 1 only costs a read)
-    const int64_t p = row * call.length + (q - row * pairs_per_row);
+    const int64_t p = static_cast<int64_t>(row) * call.length + (q - row * pairs_per_row);
     if (!in_order<Traits>(__ldg(x + p), __ldg(x + p + 1), flip)) call.out[row] = 0;
   }
 }
@@ -86,8 +87,12 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(want < 65536 ? want : 65536);
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
-    is_sorted_kernel<Traits><<<blocks, kThreads, 0, stream>>>(
-        call, direction_mask<Traits>(call.descending));
+    const auto flip = direction_mask<Traits>(call.descending);
+    if (total < (int64_t{1} << 32)) {
+      is_sorted_kernel<Traits, uint32_t><<<blocks, kThreads, 0, stream>>>(call, flip);
+    } else {
+      is_sorted_kernel<Traits, uint64_t><<<blocks, kThreads, 0, stream>>>(call, flip);
+    }
     return cudaGetLastError();
   });
 }

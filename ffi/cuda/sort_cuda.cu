@@ -35,12 +35,16 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   Value* val_buf[2] = {static_cast<Value*>(call.out_payload),
                        static_cast<Value*>(call.spare_payload)};
   int cur = passes & 1;
+  // Long rows: a block per tile. Short rows: tile / span rows a block, each in its segment.
+  const int64_t span = sort_segment(d, Policy::kItems, Policy::kTile);
   const int64_t tiles_per_row = ceil_div(d, Policy::kTile);
-  if (rows * tiles_per_row >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  const int64_t blocks =
+      span < Policy::kTile ? ceil_div(rows, Policy::kTile / span) : rows * tiles_per_row;
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const auto flip = direction_mask<Traits>(call.descending);
   block_sort_kernel<Traits, kPayload, Value, Policy>
-      <<<static_cast<unsigned>(rows * tiles_per_row), Policy::kThreads, 0, stream>>>(
-          call, key_buf[cur], val_buf[cur], flip, tiles_per_row);
+      <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(
+          call, key_buf[cur], val_buf[cur], flip, static_cast<int>(span), tiles_per_row);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
 
   for (int64_t width = Policy::kTile; width < d; width *= 2, cur ^= 1) {

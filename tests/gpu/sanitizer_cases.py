@@ -1,7 +1,9 @@
 """A small GPU workload for compute-sanitizer (memcheck, racecheck): every kernel path once.
 
-Tiled and packed merges, every payload, descending, ragged rows, merge_runs and co_rank, on
-sizes around the tile size; checks results against numpy so a silent error also fails.
+Tiled and packed merges, every payload, descending, ragged rows, merge_runs and co_rank; block
+sorts of long and packed short rows, sort passes, presorted rows, every sort payload,
+searchsorted (binary and merge path); sizes around the tiles; results are checked against
+numpy so a silent error also fails.
 """
 
 from __future__ import annotations
@@ -51,7 +53,27 @@ def main() -> None:
     jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
     many = rng.integers(0, 1000, (1100, 2 * tile)).astype(np.int32)  # unsorted, many boundaries
     jax.block_until_ready(jmp.merge(many, many[:, ::-1].copy(), return_indices=True))
+    sort_cases(rng)
     print("sanitizer cases OK")
+
+
+def sort_cases(rng: np.random.Generator) -> None:
+    tile = _cpu.sort_tile(4, 0)
+    for rows, d in [(1, 3 * tile + 17), (3, tile - 1), (70, 64), (9, 100), (1, 1000), (2, 5)]:
+        x = rng.integers(0, 40, (rows, d)).astype(np.int32)
+        want = np.argsort(x, axis=-1, kind="stable").astype(np.int32)
+        check(jmp.argsort(x), want, f"argsort {rows}x{d}")
+        check(jmp.sort(x, descending=True), -np.sort(-x, axis=-1), f"sort desc {rows}x{d}")
+        k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
+        check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
+        check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
+    a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
+    q = rng.integers(-5, 105, 7000).astype(np.int32)
+    for side in ("left", "right"):
+        check(jmp.searchsorted(a, q, side), np.searchsorted(a, q, side), "searchsorted")
+        qs = np.sort(q)
+        check(jmp.searchsorted(a, qs, side, sorted_v=True), np.searchsorted(a, qs, side),
+              "searchsorted sorted_v")
 
 
 if __name__ == "__main__":

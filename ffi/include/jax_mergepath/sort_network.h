@@ -54,4 +54,14 @@ JMP_HD RoundMerge round_merge(int64_t valid, int64_t width, int64_t p) {
   return {run_pair(valid, width, pair), p - pair * 2 * width};
 }
 
+// The span a row of `length` keys takes in a block-sort tile of `tile` slots: the whole tile for
+// rows at least that long (cut into tiles), else the smallest items * 2^k that holds the row, so
+// the merge rounds of several short rows packed in one tile never cross a row.
+JMP_HD constexpr int64_t sort_segment(int64_t length, int64_t items, int64_t tile) {
+  if (length >= tile) return tile;
+  int64_t span = items;
+  while (span < length) span *= 2;
+  return span;
+}
+
 }  // namespace jax_mergepath
