@@ -1,6 +1,7 @@
 """jax_mergepath quickstart: merges inside jax.jit, a vmap over many small merges, a ragged
-batch, and values moved with their keys. Every result is checked against jnp.argsort(stable=True)
-and the script exits non-zero on a mismatch.
+batch, values moved with their keys, and the sorts (argsort, sort_by_key with a pytree payload,
+lax_sort on two keys, searchsorted). Every result is checked against numpy / jnp and the script
+exits non-zero on a mismatch.
 
     python examples/quickstart.py
 """
@@ -74,6 +75,27 @@ def main() -> None:
         jnp.array([1.0, 3.0]), jnp.array([0.0, 2.0, 4.0]))
     print("   d/da:", grad)
     check("gradient", grad, [1.0, 3.0])
+    print("6. sorts: stable argsort (NaN last), rows sorted in one call, particles by cell")
+    x = jnp.array([3.0, jnp.nan, -0.0, 0.0, -2.0, 3.0])
+    idx = jax.jit(jmp.argsort)(x)
+    print("   argsort:", idx)
+    check("argsort", idx, [4, 2, 3, 0, 5, 1])
+    rows = rng.integers(0, 1000, (4096, 64)).astype(np.int32)
+    check("4096 row sorts", jax.jit(jmp.sort)(rows), np.sort(rows, axis=-1))
+    cell = rng.integers(0, 50, 1000).astype(np.int32)
+    pos = rng.standard_normal((1000, 3)).astype(np.float32)
+    sorted_cell, moved = jax.jit(jmp.sort_by_key)(cell, {"pos": pos, "id": np.arange(1000)})
+    perm = np.argsort(cell, kind="stable")
+    check("sort_by_key ids", moved["id"], perm)
+    check("sort_by_key positions", moved["pos"], pos[perm])
+    species = rng.integers(0, 3, 1000).astype(np.int8)
+    energy = rng.standard_normal(1000).astype(np.float32)
+    s, e = jmp.lax_sort((species, energy), num_keys=2)
+    order = np.lexsort((energy, species))
+    check("lax_sort on (species, energy)", e, energy[order])
+    starts = jmp.searchsorted(sorted_cell, jnp.arange(50, dtype=jnp.int32), sorted_v=True)
+    check("cell starts (searchsorted)", starts,
+          np.searchsorted(np.sort(cell), np.arange(50)))
     print("all checks passed")
 
 

@@ -1,6 +1,6 @@
 # Shared pytest setup for the jax_mergepath suite: 64-bit dtypes on, a per-test seeded `rng`
-# fixture, and the `requires_gpu` marker (tests carrying it skip unless jax's default device is a
-# GPU, so one suite runs on whatever JAX_PLATFORMS gives).
+# fixture, and the `requires_gpu` marker (declared in pyproject.toml; tests carrying it skip
+# unless jax's default device is a GPU, so one suite runs on whatever JAX_PLATFORMS gives).
 from __future__ import annotations
 
 import zlib
