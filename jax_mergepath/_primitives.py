@@ -340,7 +340,8 @@ def _searchsorted_batching_rule(args, dims, *, right, sorted_v):
         rows = a.ndim - 1
         vm = jnp.moveaxis(v, dv, rows)
         shape = vm.shape
-        flat = vm.reshape(*shape[:rows], -1)
+        flat = vm.reshape(*shape[:rows], int(np.prod(shape[rows:], dtype=np.int64)))
+        # (the batch members' queries are not sorted as one sequence, unless there is one)
         out = searchsorted_p.bind(a, flat, right=right, sorted_v=sorted_v and shape[rows] == 1)
         return out.reshape(shape), rows
     a, v = _batched_to_front(args, dims)

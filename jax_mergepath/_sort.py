@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_mergepath._checks import (
+    INDEX_LIMIT,
     ArrayLike,
     PyTree,
     as_array,
@@ -313,12 +314,14 @@ def searchsorted(
         )
     n = a_arr.shape[-1]
     query_shape = v_arr.shape[len(batch) :]
-    check_length(n + int(np.prod(query_shape, dtype=np.int64)), op)
+    queries = int(np.prod(query_shape, dtype=np.int64))
+    check_length(n, op)
     if v_arr.size == 0 or n == 0:
         return jnp.zeros(v_arr.shape, np.int32)
-    flat = v_arr.reshape(*batch, int(np.prod(query_shape, dtype=np.int64)))
-    # One merge path per row of a needs that row's queries sorted as one sequence: with several
-    # query axes (each sorted along the last), every query is searched on its own instead.
-    merge_path = bool(sorted_v) and len(query_shape) <= 1
+    flat = v_arr.reshape(*batch, queries)
+    # One merge path per row of a needs that row's queries sorted as one sequence (with several
+    # query axes, each sorted along the last, every query is searched on its own instead) and a
+    # merged length that fits int32 positions.
+    merge_path = bool(sorted_v) and len(query_shape) <= 1 and n + queries < INDEX_LIMIT
     out = searchsorted_p.bind(a_arr, flat, right=side == "right", sorted_v=merge_path)
     return out.reshape(v_arr.shape)

@@ -192,3 +192,13 @@ def test_jit_and_vmap_over_queries(rng):
     # a traced scalar query
     q = jax.jit(lambda a, x: jmp.searchsorted(a, x))(a, jnp.float32(0.5))
     assert int(q) == int(ref_searchsorted(a, np.float32(0.5)))
+
+
+def test_query_count_beyond_int32_is_accepted():
+    # Positions are int32 but the number of queries is not limited by it (review finding): only
+    # a's length, and the merge path's merged length, must fit. Traced only (no 2^31 buffers).
+    a = jax.ShapeDtypeStruct((10,), np.int32)
+    v = jax.ShapeDtypeStruct((2**16, 2**15 + 1), np.int8)
+    for sorted_v in (False, True):
+        out = jax.eval_shape(lambda a, v, s=sorted_v: jmp.searchsorted(a, v, sorted_v=s), a, v)
+        assert out.shape == v.shape and out.dtype == np.int32

@@ -61,13 +61,18 @@ template <PayloadKind kPayload, int kItems, int kThreads>
 __device__ __forceinline__ void store_ranks(int32_t* stage, const int (&e_reg)[kItems],
                                             const int (&rank_reg)[kItems], const TileRanges& r,
                                             void* ranks) {
+  const bool of_a = kPayload == PayloadKind::kRanksOfA;
+  const int count = of_a ? r.a_count : r.b_count;
+  // Unsorted input can leave an element unemitted (threads search their splits on their own):
+  // it gets the tile's start rank, so every stored rank stays a valid position.
+  const int fallback = of_a ? r.k_begin - r.a_index_base : r.a_index_base;
+  for (int i = threadIdx.x; i < count; i += kThreads) stage[i] = fallback;
+  __syncthreads();
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
     if (e_reg[c] >= 0) stage[e_reg[c]] = rank_reg[c];
   }
   __syncthreads();
-  const bool of_a = kPayload == PayloadKind::kRanksOfA;
-  const int count = of_a ? r.a_count : r.b_count;
   int32_t* out = static_cast<int32_t*>(ranks) + (of_a ? r.a_begin : r.b_begin);
   for (int i = threadIdx.x; i < count; i += kThreads) out[i] = stage[i];
 }

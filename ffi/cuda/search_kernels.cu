@@ -88,7 +88,8 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     const auto flip = direction_mask<Traits>(call.descending);
-    if (total < (int64_t{1} << 32)) {
+    // 32-bit indices only when no thread's grid-stride step can wrap past 2^32.
+    if (total + int64_t{blocks} * kThreads <= (int64_t{1} << 32)) {
       is_sorted_kernel<Traits, uint32_t><<<blocks, kThreads, 0, stream>>>(call, flip);
     } else {
       is_sorted_kernel<Traits, uint64_t><<<blocks, kThreads, 0, stream>>>(call, flip);

@@ -366,7 +366,9 @@ inline ffi::ErrorOr<SearchCall> decode_search(ffi::AnyBuffer a, ffi::AnyBuffer v
       out->element_count() != v.element_count()) {
     return ffi::Unexpected(invalid(op, "batch rows or the result's shape differ"));
   }
-  if (as->length + vs->length >= (int64_t{1} << 31)) {
+  // Positions are int32; a merge path (sorted queries) also needs its merged length to fit.
+  if (as->length >= (int64_t{1} << 31) ||
+      (sorted_v && as->length + vs->length >= (int64_t{1} << 31))) {
     return ffi::Unexpected(invalid(op, "inputs too long for int32 positions"));
   }
   call.right = right;
