@@ -44,6 +44,12 @@ for _name, _capsule in _cpu.registrations().items():
 if _cuda is not None:
     for _name, _capsule in _cuda.registrations().items():
         jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA")
+# Every target treats its leading dimensions as independent rows: XLA may run a call on each
+# device's shard of batch-sharded operands, with no collectives (_lowering.py sets the
+# attributes). (jax >= 0.5 has the call; without it sharded batches are gathered.)
+if hasattr(jax.ffi, "register_ffi_target_as_batch_partitionable"):
+    for _name in CPU_TARGETS | CUDA_TARGETS:
+        jax.ffi.register_ffi_target_as_batch_partitionable(_name)
 
 
 def _has_gpu_backend() -> bool:

@@ -32,6 +32,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
+from jax_mergepath._lowering import batch_dims_of, ffi_call, row_workspace
 
 
 class Payload(enum.IntEnum):  # key_types.h's PayloadKind
@@ -84,8 +85,10 @@ merge_p.def_impl(_eager_impl(merge_p))
 
 
 def _merge_cpu_lowering(ctx, *args, descending, payload, runs):
-    rule = jax.ffi.ffi_lowering("jmp_merge")
-    return rule(ctx, *args, descending=descending, payload=np.int64(payload), runs=runs)
+    return ffi_call(
+        ctx, "jmp_merge", *args, num_batch_dims=batch_dims_of(ctx.avals_in[0]),
+        descending=descending, payload=np.int64(payload), runs=runs,
+    )
 
 
 def _value_bytes(payload: int, values_aval) -> int:
@@ -94,14 +97,6 @@ def _value_bytes(payload: int, values_aval) -> int:
 
 def _rows(aval) -> int:
     return int(np.prod(aval.shape[:-1], dtype=np.int64))
-
-
-def _lower_with_workspace(ctx, target: str, workspace: list, *args, **attrs):
-    """The FFI call of `target` with internal workspace buffers appended to its results (sized
-    here, never allocated by a handler); returns only the primitive's own results."""
-    ctx = ctx.replace(avals_out=[*ctx.avals_out, *workspace])
-    results = jax.ffi.ffi_lowering(target)(ctx, *args, **attrs)
-    return results[: len(results) - len(workspace)]
 
 
 def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
@@ -113,9 +108,9 @@ def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
         a_aval.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(a_aval),
         m, n,
     )
-    workspace = [ShapedArray((splits,), np.int32)]
-    return _lower_with_workspace(
-        ctx, "jmp_merge", workspace, *args, descending=descending, payload=np.int64(payload),
+    return ffi_call(
+        ctx, "jmp_merge", *args, workspace=(row_workspace(a_aval.shape[:-1], splits, np.int32),),
+        num_batch_dims=batch_dims_of(a_aval), descending=descending, payload=np.int64(payload),
         runs=runs,
     )
 
@@ -191,7 +186,9 @@ def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
     prim.def_impl(_eager_impl(prim))
 
     def lowering(ctx, *args, descending):
-        return jax.ffi.ffi_lowering(target)(ctx, *args, descending=descending)
+        # operands (*B, q) / (*B, m) / (*B, d): the last input's leading dims are the rows
+        return ffi_call(ctx, target, *args, num_batch_dims=batch_dims_of(ctx.avals_in[-1]),
+                        descending=descending)
 
     def cuda_lowering(ctx, *args, descending):
         _ffi.require_cuda_target(target, name.removeprefix("jmp_"))
@@ -252,12 +249,13 @@ def _sort_workspace(ctx, payload: int) -> list:
     spare = [ShapedArray(keys.shape, keys.dtype)]
     if payload != Payload.NONE:
         spare.append(ctx.avals_out[1])
-    return [*spare, ShapedArray((max(_rows(keys), 1),), np.uint8)]
+    return [*spare, row_workspace(keys.shape[:-1], _rows(keys), np.uint8)]
 
 
 def _sort_cpu_lowering(ctx, *args, descending, payload):
-    return _lower_with_workspace(
-        ctx, "jmp_sort", _sort_workspace(ctx, payload), *args, descending=descending,
+    return ffi_call(
+        ctx, "jmp_sort", *args, workspace=tuple(_sort_workspace(ctx, payload)),
+        num_batch_dims=batch_dims_of(ctx.avals_in[0]), descending=descending,
         payload=np.int64(payload),
     )
 
@@ -269,9 +267,10 @@ def _sort_cuda_lowering(ctx, *args, descending, payload):
         keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(keys),
         keys.shape[-1],
     )
-    workspace = [*_sort_workspace(ctx, payload), ShapedArray((splits,), np.int32)]
-    return _lower_with_workspace(
-        ctx, "jmp_sort", workspace, *args, descending=descending, payload=np.int64(payload)
+    workspace = (*_sort_workspace(ctx, payload), row_workspace(keys.shape[:-1], splits, np.int32))
+    return ffi_call(
+        ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
+        descending=descending, payload=np.int64(payload),
     )
 
 
@@ -312,7 +311,8 @@ searchsorted_p.def_impl(_eager_impl(searchsorted_p))
 
 
 def _searchsorted_cpu_lowering(ctx, a, v, *, right, sorted_v):
-    return jax.ffi.ffi_lowering("jmp_searchsorted")(ctx, a, v, right=right, sorted_v=sorted_v)
+    return ffi_call(ctx, "jmp_searchsorted", a, v, num_batch_dims=batch_dims_of(ctx.avals_in[0]),
+                    right=right, sorted_v=sorted_v)
 
 
 def _searchsorted_cuda_lowering(ctx, a, v, *, right, sorted_v):
@@ -322,10 +322,9 @@ def _searchsorted_cuda_lowering(ctx, a, v, *, right, sorted_v):
     m, n = (a_aval.shape[-1], v_aval.shape[-1]) if right else (v_aval.shape[-1], a_aval.shape[-1])
     ranks = Payload.RANKS_OF_B if right else Payload.RANKS_OF_A
     splits = _ffi.merge_workspace_elements(a_aval.dtype.itemsize, ranks, 0, _rows(a_aval), m, n)
-    workspace = [ShapedArray((splits if sorted_v else 1,), np.int32)]
-    return _lower_with_workspace(
-        ctx, "jmp_searchsorted", workspace, a, v, right=right, sorted_v=sorted_v
-    )
+    workspace = (row_workspace(a_aval.shape[:-1], splits if sorted_v else 1, np.int32),)
+    return ffi_call(ctx, "jmp_searchsorted", a, v, workspace=workspace,
+                    num_batch_dims=batch_dims_of(a_aval), right=right, sorted_v=sorted_v)
 
 
 mlir.register_lowering(searchsorted_p, _searchsorted_cpu_lowering, platform="cpu")

@@ -60,7 +60,8 @@ def test_cuda_merge_lowering_adds_one_workspace_result():
     call = next(line for line in text.splitlines() if "custom_call @jmp_merge" in line)
     results = call.rsplit("->", 1)[1]
     assert "tensor<3x200000xf32>" in results
-    assert re.search(r"tensor<\d+xi32>", results), results  # the partition workspace
+    # the partition workspace, one part a batch row (so batch shards carry their own)
+    assert re.search(r"tensor<3x\d+xi32>", results), results
 
 
 def test_vmap_lowers_to_one_cuda_call():
