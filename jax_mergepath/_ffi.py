@@ -36,14 +36,15 @@ else:
 
 HAS_CUDA = _cuda is not None
 
-CPU_TARGETS = frozenset(_cpu.registrations())
-CUDA_TARGETS = frozenset(_cuda.registrations()) if _cuda is not None else frozenset()
+_CPU_REGISTRATIONS = _cpu.registrations()
+_CUDA_REGISTRATIONS = _cuda.registrations() if _cuda is not None else {}
+CPU_TARGETS = frozenset(_CPU_REGISTRATIONS)
+CUDA_TARGETS = frozenset(_CUDA_REGISTRATIONS)
 
-for _name, _capsule in _cpu.registrations().items():
+for _name, _capsule in _CPU_REGISTRATIONS.items():
     jax.ffi.register_ffi_target(_name, _capsule, platform="cpu")
-if _cuda is not None:
-    for _name, _capsule in _cuda.registrations().items():
-        jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA")
+for _name, _capsule in _CUDA_REGISTRATIONS.items():
+    jax.ffi.register_ffi_target(_name, _capsule, platform="CUDA")
 # Every target treats its leading dimensions as independent rows: XLA may run a call on each
 # device's shard of batch-sharded operands, with no collectives (_lowering.py sets the
 # attributes). (jax >= 0.5 has the call; without it sharded batches are gathered.)

@@ -188,41 +188,17 @@ void merge_batch(const MergeCall& call) {
   });
 }
 
-template <typename Traits, PayloadKind kPayload, typename Value>
-void merge_with_policy(const MergeCall& call) {
-  constexpr int kPayloadBytes =
-      kPayload == PayloadKind::kNone ? 0
-      : kPayload == PayloadKind::kValue ? int(sizeof(Value))
-                                        : 4;
-  merge_batch<Traits, kPayload, Value,
-              MergePolicy<int(sizeof(typename Traits::Bits)), kPayloadBytes>::kTile>(call);
-}
-
 }  // namespace
 
 void merge_cpu(const MergeCall& call) {
   if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return;
   visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
-    switch (call.payload) {
-      case PayloadKind::kNone:
-        merge_with_policy<Traits, PayloadKind::kNone, uint8_t>(call);
-        break;
-      case PayloadKind::kIndex:
-        merge_with_policy<Traits, PayloadKind::kIndex, int32_t>(call);
-        break;
-      case PayloadKind::kValue:
-        visit_payload_bits(call.value_bytes, [&](auto value) {
-          merge_with_policy<Traits, PayloadKind::kValue, decltype(value)>(call);
-        });
-        break;
-      case PayloadKind::kRanksOfA:
-        merge_with_policy<Traits, PayloadKind::kRanksOfA, int32_t>(call);
-        break;
-      case PayloadKind::kRanksOfB:
-        merge_with_policy<Traits, PayloadKind::kRanksOfB, int32_t>(call);
-        break;
-    }
+    visit_payload(call.payload, call.value_bytes, [&](auto kind, auto element) {
+      constexpr PayloadKind kPayload = decltype(kind)::value;
+      using Value = decltype(element);
+      merge_batch<Traits, kPayload, Value, MergePolicyFor<Traits, kPayload, Value>::kTile>(call);
+    });
   });
 }
 

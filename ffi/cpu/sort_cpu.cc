@@ -1,6 +1,7 @@
 // sort_cpu.cc: the CPU mergesort, the GPU's decomposition run by host threads.
 //
-//   0. rows already sorted are copied to the outputs and marked in row_sorted (passes skip them);
+//   0. rows already sorted are found (is_sorted_cpu into row_sorted): their tiles are copied to
+//      the outputs in step 1 and the passes skip them, as on the GPU;
 //   1. block sort: every tile of SortPolicy::kTile keys of every other row is sorted: chunks of
 //      kItems keys by the thread network (sort_network.h), then merge rounds of run pairs inside
 //      the tile (merge_full, as a GPU block's threads do them, one pair at a time);
@@ -47,18 +48,15 @@ struct RowSorter {
     }
   }
 
-  // Step 0 for one row: if it is sorted, copy it to the outputs and say so.
-  bool copy_if_sorted(int64_t row) const {
-    const Bits* x = keys_in(row);
-    for (int64_t c = 0; c + 1 < call.length; ++c) {
-      if (!in_order<Traits>(x[c], x[c + 1], flip)) return false;
-    }
-    std::copy(x, x + call.length, static_cast<Bits*>(call.out_keys) + row * call.length);
+  // A tile of a row found sorted: copied to the final outputs as it is.
+  void copy_tile(int64_t row, int64_t begin, int valid) const {
+    const int64_t at = row * call.length + begin;
+    std::copy_n(keys_in(row) + begin, static_cast<size_t>(valid),
+                static_cast<Bits*>(call.out_keys) + at);
     if constexpr (kCarry) {
-      Value* out = static_cast<Value*>(call.out_payload) + row * call.length;
-      for (int64_t p = 0; p < call.length; ++p) out[p] = payload_in(row, p);
+      Value* out = static_cast<Value*>(call.out_payload) + at;
+      for (int p = 0; p < valid; ++p) out[p] = payload_in(row, begin + p);
     }
-    return true;
   }
 
   // Step 1 for one tile: keys [begin, begin + valid) of `row` into keys_out / vals_out (the
@@ -117,11 +115,10 @@ struct RowSorter {
 
   void run() const {
     const int64_t rows = call.rows, d = call.length;
-    // 0. Sorted rows, found and copied once.
-    parallel_for(rows, d, kSerialBelow, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) call.row_sorted[row] = copy_if_sorted(row);
-    });
-    // 1. Block sort into the buffer from which the passes end in the outputs.
+    // 0. Sorted rows, found once (the passes leave them alone).
+    is_sorted_cpu({call.key_type, call.descending, rows, d, call.keys, call.row_sorted});
+    // 1. Block sort into the buffer from which the passes end in the outputs; sorted rows'
+    //    tiles go straight to the outputs.
     const int passes = sort_passes(kTile, d);
     Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
     Value* val_buf[2] = {static_cast<Value*>(call.out_payload),
@@ -131,9 +128,12 @@ struct RowSorter {
     parallel_for(rows * tiles_per_row, kTile, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t u = begin; u < end; ++u) {
         const int64_t row = u / tiles_per_row, t = u % tiles_per_row;
-        if (call.row_sorted[row]) continue;
         const int64_t first = t * kTile;
         const int valid = static_cast<int>(std::min<int64_t>(kTile, d - first));
+        if (call.row_sorted[row]) {
+          copy_tile(row, first, valid);
+          continue;
+        }
         const int64_t at = row * d + first;
         block_sort(row, first, valid, key_buf[cur] + at, kCarry ? val_buf[cur] + at : nullptr);
       }

@@ -20,7 +20,7 @@ namespace jax_mergepath {
 
 // Enqueues one merge batch with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks).
 template <typename Traits, PayloadKind kPayload, typename Value,
-          typename Policy = DefaultMergePolicy<Traits, kPayload, Value>>
+          typename Policy = MergePolicyFor<Traits, kPayload, Value>>
 cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
   constexpr int kTile = static_cast<int>(Policy::kTile);
   const MergeLayout& layout = call.layout;
@@ -52,22 +52,10 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
 template <typename Traits>
 cudaError_t launch_merge_for_payload(const MergeCall& call, int32_t* workspace,
                                      cudaStream_t stream) {
-  switch (call.payload) {
-    case PayloadKind::kIndex:
-      return launch_merge<Traits, PayloadKind::kIndex, int32_t>(call, workspace, stream);
-    case PayloadKind::kValue:
-      return visit_payload_bits(call.value_bytes, [&](auto value) {
-        return launch_merge<Traits, PayloadKind::kValue, decltype(value)>(call, workspace,
+  return visit_payload(call.payload, call.value_bytes, [&](auto kind, auto element) {
+    return launch_merge<Traits, decltype(kind)::value, decltype(element)>(call, workspace,
                                                                           stream);
-      });
-    case PayloadKind::kRanksOfA:
-      return launch_merge<Traits, PayloadKind::kRanksOfA, int32_t>(call, workspace, stream);
-    case PayloadKind::kRanksOfB:
-      return launch_merge<Traits, PayloadKind::kRanksOfB, int32_t>(call, workspace, stream);
-    case PayloadKind::kNone:
-    default:
-      return launch_merge<Traits, PayloadKind::kNone, uint8_t>(call, workspace, stream);
-  }
+  });
 }
 
 }  // namespace jax_mergepath

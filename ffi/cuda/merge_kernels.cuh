@@ -248,10 +248,4 @@ __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general me
                      count);
 }
 
-// The merge's default tile policy for a key type and payload (tuning.h).
-template <typename Traits, PayloadKind kPayload, typename Value>
-using DefaultMergePolicy =
-    MergePolicy<int(sizeof(typename Traits::Bits)),
-                payload_bytes(kPayload, kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0)>;
-
 }  // namespace jax_mergepath

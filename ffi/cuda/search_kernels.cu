@@ -51,12 +51,8 @@ __global__ void searchsorted_kernel(SearchCall call) {
   const int64_t row = q / call.queries;
   const Bits* a = static_cast<const Bits*>(call.a) + row * call.length;
   const Bits v = Traits::order_key(__ldg(static_cast<const Bits*>(call.v) + q));
-  // The first a[i] that the query precedes ("right") or does not follow ("left").
-  const int64_t i = co_rank_search(int64_t{0}, call.length, [&](int64_t mid) {
-    const Bits key = Traits::order_key(__ldg(a + mid));
-    return call.right ? v < key : !(key < v);
-  });
-  call.out[q] = static_cast<int32_t>(i);
+  call.out[q] = static_cast<int32_t>(
+      insertion_point<Traits>(call.length, v, call.right, [&](int64_t i) { return __ldg(a + i); }));
 }
 
 }  // namespace

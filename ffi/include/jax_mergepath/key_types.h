@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "jax_mergepath/ordering.h"
 
@@ -64,6 +65,25 @@ auto visit_payload_bits(int bytes, F&& f) {
     case 8: return f(uint64_t{});
     case 4:
     default: return f(uint32_t{});
+  }
+}
+
+// The one dispatch of a runtime payload: f(std::integral_constant<PayloadKind, K>{}, Element{})
+// with Element = PayloadElement<K, the unsigned bits of value_bytes>; returns f's result.
+template <typename F>
+auto visit_payload(PayloadKind payload, int value_bytes, F&& f) {
+  using K = PayloadKind;
+  auto call = [&](auto kind, auto element) { return f(kind, element); };
+  switch (payload) {
+    case K::kIndex: return call(std::integral_constant<K, K::kIndex>{}, int32_t{});
+    case K::kValue:
+      return visit_payload_bits(value_bytes, [&](auto bits) {
+        return call(std::integral_constant<K, K::kValue>{}, bits);
+      });
+    case K::kRanksOfA: return call(std::integral_constant<K, K::kRanksOfA>{}, int32_t{});
+    case K::kRanksOfB: return call(std::integral_constant<K, K::kRanksOfB>{}, int32_t{});
+    case K::kNone:
+    default: return call(std::integral_constant<K, K::kNone>{}, uint8_t{});
   }
 }
 

@@ -110,6 +110,18 @@ JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& 
   return co_rank_between(k, co_rank_lower(k, n), co_rank_upper(k, m), mv, nv, key_a, key_b);
 }
 
+// searchsorted of one query: the number of a's keys (length of them, read by key_at(i) as
+// bits) that precede the query ("left") or do not follow it ("right"), in the ascending key
+// order (query: the query's order key).
+template <typename Traits, typename KeyAt>
+JMP_HD int64_t insertion_point(int64_t length, typename Traits::Bits query, bool right,
+                               const KeyAt& key_at) {
+  return co_rank_search(int64_t{0}, length, [&](int64_t mid) {
+    const typename Traits::Bits key = Traits::order_key(key_at(mid));
+    return right ? query < key : !(key < query);
+  });
+}
+
 // ------------------------------------------------------------------ serial merges
 // A merge staged in a buffer: A at [a_loc, a_loc + m) with mv valid, B at [b_loc, b_loc + n) with
 // nv valid; length = m + n outputs.

@@ -47,6 +47,12 @@ struct MergePolicy {
   static constexpr int64_t kTile = merge_tile(kKeyBytes, kPayloadBytes);
 };
 
+// The merge policy of a key type and payload (Value: the payload's element type).
+template <typename Traits, PayloadKind kPayload, typename Value>
+using MergePolicyFor =
+    MergePolicy<int(sizeof(typename Traits::Bits)),
+                payload_bytes(kPayload, kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0)>;
+
 // Rows no longer than a tile are packed whole into tiles (no partition pass); longer merges are
 // cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
 // merge. Run pairs (sort passes) and ranks payloads (searchsorted) are always tiled.
