@@ -1,0 +1,71 @@
+"""Cases for profiling one operation on a GPU (ncu / nsys): each runs the jitted call `--calls`
+times on fresh random sorted/unsorted data after checking it against a jnp baseline.
+
+    python3 tests/gpu/probe_cases.py CASE [--calls N]
+
+Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
+4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
+(int32 2^27 already sorted), sort_i32 (2^27 random).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_mergepath as jmp
+
+
+def sorted_rows(rows: int, d: int, dtype, seed: int) -> jax.Array:
+    k = jax.random.key(seed)
+    if jnp.issubdtype(dtype, jnp.floating):
+        x = jax.random.normal(k, (rows, d), jnp.float32).astype(dtype)
+    else:
+        x = jax.random.randint(k, (rows, d), -(2**30), 2**30, jnp.int32).astype(dtype)
+    return jnp.sort(x, axis=-1)
+
+
+def case(name: str):
+    if name.startswith("vmap"):
+        d = int(name[4:])
+        rows = 2**26 // (2 * d)
+        a, b = sorted_rows(rows, d, jnp.int32, 1), sorted_rows(rows, d, jnp.int32, 2)
+        f = jax.jit(jax.vmap(jmp.merge))
+        want = jnp.sort(jnp.concatenate([a, b], -1), -1)
+        return f, (a, b), want
+    if name.startswith("merge_"):
+        dtype = {"i32": jnp.int32, "f32": jnp.float32, "f64": jnp.float64, "i64": jnp.int64}[
+            name[6:]]
+        a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
+        return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
+    if name == "sort_presorted":
+        x = sorted_rows(1, 2**27, jnp.int32, 3)[0]
+        return jax.jit(jmp.sort), (x,), x
+    if name == "sort_i32":
+        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**30), 2**30, jnp.int32)
+        return jax.jit(jmp.sort), (x,), jnp.sort(x)
+    raise SystemExit(f"unknown case {name}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("case")
+    p.add_argument("--calls", type=int, default=2)
+    args = p.parse_args()
+    jax.config.update("jax_enable_x64", True)
+    f, xs, want = case(args.case)
+    got = f(*xs)
+    assert np.array_equal(np.asarray(got), np.asarray(want)), args.case
+    start = time.perf_counter()
+    outs = [f(*xs) for _ in range(args.calls)]
+    jax.block_until_ready(outs)
+    print(f"{args.case}: {(time.perf_counter() - start) / args.calls * 1e6:.1f} us/call "
+          f"({args.calls} calls, {jax.devices()[0].device_kind})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
