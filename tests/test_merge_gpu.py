@@ -18,6 +18,7 @@ from merge_checks import (
     TILE_TOTALS,
     check_merge,
     check_merge_by_key,
+    check_merge_runs,
 )
 from reference import (
     KEY_DTYPES,
@@ -84,6 +85,49 @@ def test_gpu_batched_tile_sweep(rng):
         a = sort_segments(random_keys(rng, np.int32, (33, s)), a_len, sort_tail=False)
         b = sort_segments(random_keys(rng, np.int32, (33, s)), b_len, sort_tail=False)
         check_merge(a, b, a_length=jnp.asarray(a_len), b_length=jnp.asarray(b_len))
+
+
+def _full_row_lengths(key_bytes: int, payloads: tuple[int, ...]) -> list[int]:
+    """Row lengths around the rows kernel's steps for each tile shape in play: threads per row
+    (items), rows per block, and the largest row it takes (tile - items) next to the packed and
+    tiled kernels' lengths."""
+    lengths = {1, 2, 3, 64, 100, 1024}
+    for payload in payloads:
+        tile = _cpu.merge_tile(key_bytes, payload)
+        items = tile // 256
+        lengths |= {items - 1, items, items + 1, 2 * items + 1}
+        lengths |= {tile - items - 1, tile - items, tile - items + 1, tile - 1, tile}
+    return sorted(lengths)
+
+
+@pytest.mark.parametrize(
+    ("key_dtype", "value_dtype"),
+    [(np.int32, None), (np.float32, np.int32), (np.int64, None), (np.uint8, np.int64),
+     (np.float64, np.int8)],
+    ids=["int32", "float32+int32", "int64", "uint8+int64", "float64+int8"],
+)  # fmt: skip
+def test_gpu_full_rows_sweep(rng, key_dtype, value_dtype):
+    """Full rows no longer than a tile (the rows kernel: a thread group a row), batches that do
+    not fill their last block, uneven splits, both directions: merge (indices too),
+    merge_by_key and merge_runs against the reference."""
+    key_bytes = np.dtype(key_dtype).itemsize
+    payloads = (0, 4) if value_dtype is None else (np.dtype(value_dtype).itemsize,)
+    for i, length in enumerate(_full_row_lengths(key_bytes, payloads)):
+        rows = 37 + i
+        m = length // 3 if i % 2 else length // 2
+        pattern = "few" if i % 3 == 0 else "random"
+        desc = i % 4 == 3
+        a = sorted_keys(rng, key_dtype, (rows, m), pattern, descending=desc)
+        b = sorted_keys(rng, key_dtype, (rows, length - m), pattern, descending=desc)
+        if value_dtype is None:
+            check_merge(a, b, descending=desc, values_only_too=True)
+        else:
+            a_v = random_keys(rng, value_dtype, (rows, m))
+            b_v = random_keys(rng, value_dtype, (rows, length - m))
+            check_merge_by_key(a, b, a_v, b_v, descending=desc)
+        split = rng.integers(0, length + 1, rows)
+        x = sort_segments(random_keys(rng, key_dtype, (rows, length), pattern), split, -1, desc)
+        check_merge_runs(x, split.astype(np.int32), descending=desc)
 
 
 # --------------------------------------------------------------------------- CPU vs GPU parity

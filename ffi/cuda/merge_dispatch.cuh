@@ -1,9 +1,9 @@
 // merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
 // enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
-// on `stream`: the packed kernel for rows no longer than a tile, else the partition pass and the
-// tiled kernel. No allocation, no host sync: the partition workspace is the caller's
-// merge_workspace_elements() int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's
-// passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
+// on `stream`: for rows no longer than a tile the rows kernel (full rows) or the packed kernel
+// (ragged rows), else the partition pass and the tiled kernel. No allocation, no host sync: the
+// partition workspace is the caller's merge_workspace_elements() int32 (tuning.h). Used by
+// merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,6 +28,17 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const auto flip = direction_mask<Traits>(call.descending);
   if constexpr (!is_ranks(kPayload)) {
     if (merge_is_packed(kTile, layout, kPayload)) {
+      const RowsShape rows = merge_rows_shape(Policy::kThreads, Policy::kItems,
+                                              layout.row_length());
+      const bool full = layout.mode == RowMode::kRuns ||
+                        (layout.a_valid == nullptr && layout.b_valid == nullptr);
+      if (full && rows.rows_per_block > 0) {
+        const int64_t blocks = ceil_div(layout.rows, rows.rows_per_block);
+        if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+        merge_rows_kernel<Traits, kPayload, Value, Policy>
+            <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(call, flip, rows);
+        return cudaGetLastError();
+      }
       const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());
       const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;
       if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;

@@ -8,8 +8,11 @@
 // and each warp stores its outputs through shared memory, coalesced; indices or values follow.
 // Ranks payloads (searchsorted) store, for each element of the ranked side, how many outputs of
 // the other side precede it (through shared memory, coalesced).
-// Rows no longer than a tile ("packed"): a block merges up to kMaxRowsPerTile whole rows, its
-// threads crossing row boundaries, so a vmap of tiny merges fills the GPU too.
+// Rows no longer than a tile, every element valid ("rows"): a block merges rows_per_block whole
+// rows (tuning.h merge_rows_shape), a group of threads a row, each thread kItems outputs of its
+// row with the branch-free merge_full; outputs are staged in shared memory and stored by the
+// block. Ragged rows ("packed"): a block merges up to kMaxRowsPerTile whole rows, its threads
+// crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges (unsorted input only reorders);
 // in-block positions are int32, global offsets int64. NOTES.md has what was measured and tried.
 #pragma once
@@ -40,6 +43,18 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
   const int32_t* merge_splits = splits + merge * (map.tiles_per_merge + 1);
   return tile_ranges(g, tile_diagonal(t, map.tile, length), tile_diagonal(t + 1, map.tile, length),
                      merge_splits[t], merge_splits[t + 1]);
+}
+
+// True iff tile `tile_id` belongs to a row a sort pass leaves alone (kRunPairs, row_done): the
+// block returns after one flag read, before the splits and the geometry (a presorted sort's
+// passes are all such blocks: ~4 us a block before, ncu).
+__device__ __forceinline__ bool row_done_of_tile(const MergeLayout& layout, int64_t tile_id,
+                                                 const TileMap& map) {
+  if (layout.mode != RowMode::kRunPairs || layout.row_done == nullptr) return false;
+  // 32-bit divisions: tiles < 2^31 (checked at launch), so merges and rows fit too.
+  const uint32_t merge = static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
+  const uint32_t row = merge / static_cast<uint32_t>(layout.merges_per_row());
+  return layout.row_done[row] != 0;
 }
 
 // Ranks payloads: output p of the tile (diagonal r.k_begin + p of its merge) came from element
@@ -93,6 +108,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const Bits* b_all = static_cast<const Bits*>(separate ? call.b : call.a);
   const Value* va_all = static_cast<const Value*>(call.a_values);
   const Value* vb_all = static_cast<const Value*>(separate ? call.b_values : call.a_values);
+  if (row_done_of_tile(call.layout, blockIdx.x, map)) return;  // a sort pass's sorted row
   const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map);
   const int count = r.a_count + r.b_count;
   if (count == 0) return;  // a spare tile of a short run pair (the whole block returns)
@@ -163,7 +179,100 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   }
 }
 
-// Rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or ranks.
+// Stages every thread's valid outputs (reg[c] for c < valid, at row position base + c), then the
+// block stores [0, count) to dst. Starts with a barrier: every earlier read of `stage` is done.
+template <int kThreads, int kItems, typename T>
+__device__ __forceinline__ void store_rows_staged(unsigned char* stage_bytes, const T (&reg)[kItems],
+                                                  int base, int valid, T* dst, int count) {
+  const RangePlan<T> plan(dst, count, 0);
+  T* stage = reinterpret_cast<T*>(stage_bytes);
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) {
+    if (c < valid) stage[plan.loc + base + c] = reg[c];
+  }
+  __syncthreads();
+  store_block_staged<kThreads>(plan, stage, dst);
+}
+
+// Full rows no longer than a tile (kSeparate without valid lengths, or kRuns): thread t merges
+// outputs [local * kItems, local * kItems + kItems) of row t / threads_per_row (local: its rank
+// in the row's group); threads past the block's rows only help load and store.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
+  using Bits = typename Traits::Bits;
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
+  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  Bits* keys = shared.keys();
+  const MergeLayout& layout = call.layout;
+  const bool runs = layout.mode == RowMode::kRuns;
+  const int row_len = static_cast<int>(layout.row_length());
+  const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
+  const int rows_here = static_cast<int>(
+      layout.rows - row0 < shape.rows_per_block ? layout.rows - row0 : shape.rows_per_block);
+  // Inputs: kRuns reads whole rows of x; kSeparate reads the rows of a, then the rows of b.
+  const int m = runs ? 0 : static_cast<int>(layout.m);
+  const int n = runs ? 0 : static_cast<int>(layout.n);
+  const int count = rows_here * row_len;
+  const int64_t in1 = runs ? row0 * row_len : row0 * m;
+  const int64_t in2 = row0 * n;
+  const TileLocs locs = load_tile(
+      shared, static_cast<const Bits*>(call.a) + in1,
+      static_cast<const Bits*>(runs ? call.a : call.b) + in2,
+      static_cast<const Value*>(call.a_values) + in1,
+      static_cast<const Value*>(runs ? call.a_values : call.b_values) + in2,
+      runs ? count : rows_here * m, runs ? 0 : rows_here * n);
+  // This thread's row and first output in it; its split of the row from the row's geometry.
+  const int per_row = static_cast<int>(shape.threads_per_row);
+  const int r = static_cast<int>(threadIdx.x) / per_row;
+  const int d0 = (static_cast<int>(threadIdx.x) - r * per_row) * kItems;
+  const bool active = r < rows_here;
+  const int valid = active ? (row_len - d0 < kItems ? row_len - d0 : kItems) : 0;
+  int rm = m, rn = n;
+  if (runs && active) {
+    rm = static_cast<int>(clamp_length(layout.a_valid ? __ldg(layout.a_valid + row0 + r) : 0,
+                                       row_len));
+    rn = row_len - rm;
+  }
+  const int a_row = runs ? r * row_len : r * m;  // element offsets in the loaded ranges
+  const int b_row = runs ? a_row + rm : r * n;
+  const int a_loc = locs.key_loc1 + a_row;
+  const int b_loc = (runs ? locs.key_loc1 : locs.key_loc2) + b_row;
+  const int va_loc = locs.val_loc1 + a_row;
+  const int vb_loc = (runs ? locs.val_loc1 : locs.val_loc2) + b_row;
+  __syncthreads();
+  Bits key_reg[kItems];
+  int32_t index_reg[kItems];  // kIndex: row-local index; kValue: value position in shared.vals
+  if (active) {
+    merge_full<kItems, Traits>(keys, a_loc, rm, b_loc, rn, d0, 0, flip,
+                               [&](int c, Bits raw, int pos) {
+                                 key_reg[c] = raw;
+                                 const bool from_b = pos >= b_loc;
+                                 const int e = pos - (from_b ? b_loc : a_loc);
+                                 index_reg[c] = kPayload == PayloadKind::kValue
+                                                    ? e + (from_b ? vb_loc : va_loc)
+                                                    : e + (from_b ? rm : 0);
+                               });
+  }
+  const int base = r * row_len + d0;
+  const int64_t out_begin = row0 * row_len;
+  store_rows_staged<kThreads, kItems>(shared.stage, key_reg, base, valid,
+                                      static_cast<Bits*>(call.out) + out_begin, count);
+  if constexpr (kPayload == PayloadKind::kIndex) {
+    store_rows_staged<kThreads, kItems>(shared.stage, index_reg, base, valid,
+                                        static_cast<int32_t*>(call.out_payload) + out_begin,
+                                        count);
+  } else if constexpr (kPayload == PayloadKind::kValue) {
+    Value value_reg[kItems];
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) value_reg[c] = c < valid ? shared.vals[index_reg[c]] : Value(0);
+    store_rows_staged<kThreads, kItems>(shared.stage, value_reg, base, valid,
+                                        static_cast<Value*>(call.out_payload) + out_begin, count);
+  }
+}
+
+// Ragged rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or ranks.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
     merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {

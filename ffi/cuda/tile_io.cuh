@@ -9,7 +9,9 @@
 //   * store_warp_striped: each warp transposes its threads' consecutive outputs through its own
 //     part of shared memory (only __syncwarp), then stores them coalesced: 16 bytes a store when
 //     the destination is 16-byte aligned and the warp's outputs are all in range, else one
-//     element a store.
+//     element a store;
+//   * store_block_staged: a block's contiguous output staged in shared memory, stored with
+//     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
 // is inside the buffer sizes given by SharedSlots; nothing here synchronizes the whole block.
 #pragma once
@@ -98,6 +100,23 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
     if (q < total_chunks) *reinterpret_cast<uint4*>(shared + dst) = chunk[s];
   }
   if (has_edge) shared[e_slot] = edge;
+}
+
+// A block's contiguous output [dst, dst + count) staged in shared memory at the same address
+// modulo 16 (element p at stage[loc + p], loc = dst's misalignment): the block stores it with
+// 16-byte stores for the aligned interior and one element a store for the head and tail. The
+// caller stages with plan.loc and synchronizes the block before and after.
+template <int kThreads, typename T>
+__device__ __forceinline__ void store_block_staged(const RangePlan<T>& plan, const T* stage,
+                                                   T* dst) {
+  constexpr int kPer = kPerVector<T>;
+  const int tid = static_cast<int>(threadIdx.x);
+  const uint4* from = reinterpret_cast<const uint4*>(stage + plan.loc + plan.head);
+  uint4* to = reinterpret_cast<uint4*>(dst + plan.head);
+  for (int q = tid; q < plan.chunks; q += kThreads) to[q] = from[q];
+  const int tail_begin = plan.head + plan.chunks * kPer;
+  if (tid < plan.head) dst[tid] = stage[plan.loc + tid];
+  if (tid < plan.tail) dst[tail_begin + tid] = stage[plan.loc + tail_begin + tid];
 }
 
 // Stores the block's outputs [0, count) to dst, thread t holding [t * kItems, t * kItems + kItems)

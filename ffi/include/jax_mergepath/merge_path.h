@@ -134,7 +134,7 @@ struct StagedSegment {
 // kCount == 0, `count` outputs (a CPU loop), starting at diagonal `diag` of the staged merge.
 
 // Every key of both ranges valid (no ragged tail). emit(c, raw, pos): output c is the key bits
-// `raw` staged at `pos` (B iff pos >= b_loc).
+// `raw` staged at `pos` (B iff pos >= b_loc). Keys compare as KeyCompare says (ordering.h).
 //   kCount > 0 (a GPU thread): a branch-free step whose next key is always keys[pos + 1], the
 //     successor on the side just taken (past a side's end it reads B's first key, a gap or the
 //     spare slot after B, never used), so the buffer needs one readable slot past B; A[i] and
@@ -146,17 +146,19 @@ template <int kCount, typename Traits, typename Emit>
 JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
                        int diag, int count, typename Traits::Bits flip, const Emit& emit) {
   using Bits = typename Traits::Bits;
-  auto order = [&](Bits raw) { return directed_key<Traits>(raw, flip); };
+  const KeyCompare<Traits> cmp(flip);
+  auto order = [&](Bits raw) { return cmp.key(raw); };
   const Bits* a = keys + a_loc;
   const Bits* b_end = keys + b_loc + diag;  // B[diag - 1 - mid] = b_end[-1 - mid]
-  const int lo = co_rank_search(co_rank_lower(diag, n), co_rank_upper(diag, m),
-                                [&](int mid) { return order(b_end[-1 - mid]) < order(a[mid]); });
+  const int lo = co_rank_search(co_rank_lower(diag, n), co_rank_upper(diag, m), [&](int mid) {
+    return cmp.before(order(b_end[-1 - mid]), order(a[mid]));
+  });
   int i = lo, j = diag - lo;
   if constexpr (kCount == 0) {
     const Bits* b = keys + b_loc;
     int c = 0;
     for (; c < count && i < m && j < n; ++c) {
-      const int take_b = order(b[j]) < order(a[i]);
+      const int take_b = cmp.before(order(b[j]), order(a[i]));
       const int pos = pick(take_b != 0, b_loc + j, a_loc + i);
       emit(c, keys[pos], pos);
       i += 1 - take_b;
@@ -165,17 +167,18 @@ JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int 
     for (; c < count && i < m; ++c, ++i) emit(c, a[i], a_loc + i);
     for (; c < count && j < n; ++c, ++j) emit(c, b[j], b_loc + j);
   } else {
+    using Key = typename KeyCompare<Traits>::Key;
     Bits raw_a = a[i], raw_b = keys[b_loc + j];
-    Bits ord_a = order(raw_a), ord_b = order(raw_b);
+    Key ord_a = order(raw_a), ord_b = order(raw_b);
     JMP_UNROLL
     for (int c = 0; c < kCount; ++c) {
-      const bool from_b = (j < n) & ((i >= m) | (ord_b < ord_a));
+      const bool from_b = (j < n) & ((i >= m) | cmp.before(ord_b, ord_a));
       const int pos = from_b ? b_loc + j : a_loc + i;
       emit(c, from_b ? raw_b : raw_a, pos);
       i += from_b ? 0 : 1;
       j += from_b ? 1 : 0;
       const Bits raw = keys[pos + 1];
-      const Bits ord = order(raw);
+      const Key ord = order(raw);
       raw_a = from_b ? raw_a : raw;
       ord_a = from_b ? ord_a : ord;
       raw_b = from_b ? raw : raw_b;

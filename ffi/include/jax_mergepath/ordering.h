@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "jax_mergepath/host_device.h"
 
@@ -74,5 +75,50 @@ template <typename Traits>
 JMP_HD typename Traits::Bits direction_mask(bool descending) {
   return descending ? Traits::kAllOnes : typename Traits::Bits(0);
 }
+
+// How a thread merge caches and compares keys (merge_path.h merge_full): key(raw) once for every
+// key it reads, before(x, y) iff x strictly precedes y in the directed order. Same order as the
+// directed order keys, by construction:
+//   * in general, the directed order key, compared unsigned;
+//   * float32 / float64 keys on the GPU: the float with the sign flipped when descending,
+//     compared by the FPU (-0 == +0; subnormals as numbers: nvcc compiles IEEE compares, no
+//     flush-to-zero without fast-math), NaN placed by hand (last ascending, first descending).
+//     Two or three instructions a comparison instead of the order-key transform of every key:
+//     the merge kernels are bound by instruction issue (ncu). Host code keeps the order keys
+//     (a host thread's floating-point mode, e.g. denormals-are-zero, is not ours to trust).
+template <typename Traits, bool kFpu = Traits::kind == KeyKind::kFloat &&
+                                       (sizeof(typename Traits::Bits) == 4 ||
+                                        sizeof(typename Traits::Bits) == 8)>
+struct KeyCompare {
+  using Bits = typename Traits::Bits;
+  using Key = Bits;
+  Bits flip;
+  JMP_HD explicit KeyCompare(Bits direction) : flip(direction) {}
+  JMP_HD Key key(Bits raw) const { return directed_key<Traits>(raw, flip); }
+  JMP_HD bool before(Key x, Key y) const { return x < y; }
+};
+
+#if defined(__CUDA_ARCH__)
+template <typename Traits>
+struct KeyCompare<Traits, true> {
+  using Bits = typename Traits::Bits;
+  using Key = std::conditional_t<sizeof(Bits) == 4, float, double>;
+  Bits sign;  // the sign bit when descending, else 0
+  bool descending;
+  JMP_HD explicit KeyCompare(Bits direction)
+      : sign(static_cast<Bits>(direction & Traits::kSign)), descending(direction != 0) {}
+  JMP_HD Key key(Bits raw) const {
+    if constexpr (sizeof(Bits) == 4) {
+      return __uint_as_float(raw ^ sign);
+    } else {
+      return __longlong_as_double(static_cast<long long>(raw ^ sign));
+    }
+  }
+  JMP_HD bool before(Key x, Key y) const {
+    const bool x_nan = x != x, y_nan = y != y;
+    return (x < y) | (descending ? x_nan & !y_nan : y_nan & !x_nan);
+  }
+};
+#endif
 
 }  // namespace jax_mergepath

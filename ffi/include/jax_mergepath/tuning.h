@@ -60,6 +60,22 @@ constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadK
   return layout.mode != RowMode::kRunPairs && !is_ranks(payload) && layout.row_length() <= tile;
 }
 
+// Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
+// threads_per_row = ceil(length / items) threads (each merging `items` outputs of that row only),
+// and a block takes rows_per_block rows, leaving `items` slots of the tile free (a row's last
+// thread may read that far past its row). rows_per_block == 0: the rows do not fit this way.
+struct RowsShape {
+  int64_t rows_per_block, threads_per_row;
+};
+
+constexpr RowsShape merge_rows_shape(int threads, int items, int64_t row_length) {
+  const int64_t per_row = row_length > 0 ? ceil_div(row_length, items) : 1;
+  const int64_t room = int64_t{threads} * items - items;
+  int64_t rows = row_length > 0 ? room / row_length : kMaxRowsPerTile;
+  rows = rows < threads / per_row ? rows : threads / per_row;
+  return {rows < kMaxRowsPerTile ? rows : kMaxRowsPerTile, per_row};
+}
+
 constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
   const int64_t fit = row_length > 0 ? tile / row_length : 1;
   return fit < 1 ? 1 : (fit > kMaxRowsPerTile ? kMaxRowsPerTile : fit);
