@@ -1,11 +1,11 @@
 """jax_mergepath: merge and mergesort for JAX on the GPU and CPU, through the XLA FFI.
 
 The public names of SPEC.md: the merge family (merge, merge_by_key, merge_runs, co_rank,
-is_sorted) and the sort family (sort, argsort, sort_by_key, lax_sort, searchsorted). See
-README.md.
+is_sorted), the sort family (sort, argsort, sort_by_key, lax_sort, searchsorted), and
+export_disabled_checks for jax.export. See README.md.
 """
 
-from jax_mergepath._ffi import HAS_CUDA
+from jax_mergepath._ffi import HAS_CUDA, export_disabled_checks
 from jax_mergepath._merge import co_rank, is_sorted, merge, merge_by_key, merge_runs
 from jax_mergepath._sort import argsort, lax_sort, searchsorted, sort, sort_by_key
 
@@ -13,6 +13,7 @@ __all__ = [
     "HAS_CUDA",
     "argsort",
     "co_rank",
+    "export_disabled_checks",
     "is_sorted",
     "lax_sort",
     "merge",

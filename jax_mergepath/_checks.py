@@ -3,10 +3,16 @@ raises TypeError / ValueError naming the function and the argument (SPEC.md "Err
 
 Contract: keys come out as jax arrays of a key dtype (_dtypes.py) with at least one dimension;
 axes come out normalized; lengths, splits and k are clamped int32 that never wrap.
+
+Dimensions may be symbolic (jax.export shape polymorphism): a check that cannot be decided for
+every value of a symbolic dimension is left to the kernels, which check lengths again at run
+time; symbolic dimensions are >= 1 (jax.export's assumption), so a trivial-size shortcut taken
+only when a size is provably small is always safe.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -17,6 +23,7 @@ from jax_mergepath._dtypes import key_info, supported_names
 
 ArrayLike = Any
 PyTree = Any
+DimSize = Any  # an int, or a symbolic dimension of jax.export
 
 INDEX_LIMIT = 2**31  # returned indices are int32
 
@@ -124,21 +131,34 @@ def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     return first
 
 
-def check_length(length: int, op: str) -> None:
-    if length >= INDEX_LIMIT:
+def definitely(decide: Callable[[], bool]) -> bool:
+    """decide(), or False when it compares symbolic dimensions it cannot decide for all their
+    values (jax.export shape polymorphism)."""
+    try:
+        return bool(decide())
+    except jax.errors.InconclusiveDimensionOperation:
+        return False
+
+
+def check_length(length: DimSize, op: str) -> None:
+    """ValueError for a merged or sorted axis of 2**31 or more elements. A symbolic length that
+    may or may not fit is not checked here: the kernels check it at run time."""
+    if definitely(lambda: length >= INDEX_LIMIT):
         raise ValueError(
             f"jax_mergepath.{op}: the merged or sorted axis has {length} elements; at most "
             f"{INDEX_LIMIT - 1} fit int32 indices"
         )
 
 
-def clamp_int32(v: ArrayLike, hi: int) -> jax.Array:
-    """Integers clamped to [0, hi] (hi < 2**31), as int32, never wrapped: Python ints are clamped
-    on the host (any size), int arrays in their own dtype with a bound it can hold."""
+def clamp_int32(v: ArrayLike, hi: DimSize) -> jax.Array:
+    """Integers clamped to [0, hi] (hi < 2**31, or a symbolic dimension), as int32, never
+    wrapped: Python ints are clamped on the host (any size), int arrays in their own dtype with
+    a bound it can hold."""
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
-        return jnp.asarray(min(max(int(v), 0), hi), np.int32)
+        host = min(max(int(v), 0), INDEX_LIMIT - 1)
+        return jnp.asarray(jax.core.min_dim(host, hi), np.int32)
     v = jnp.asarray(v)
-    bound = min(hi, int(jnp.iinfo(v.dtype).max))
+    bound = jax.core.min_dim(hi, min(INDEX_LIMIT - 1, int(jnp.iinfo(v.dtype).max)))
     return jnp.clip(v, 0, bound).astype(np.int32)
 
 
@@ -150,7 +170,7 @@ def check_int_dtype(v: jax.Array, name: str, op: str) -> None:
 
 
 def row_lengths(
-    value: ArrayLike | None, default: int, batch: tuple[int, ...], name: str, op: str
+    value: ArrayLike | None, default: DimSize, batch: tuple[int, ...], name: str, op: str
 ) -> jax.Array:
     """Per-row int32 lengths of the batch shape, clamped to [0, default] (None: default)."""
     if value is None:

@@ -10,6 +10,7 @@ ImportError that says how to build. Targets are registered for platform "cpu" an
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import jax
 
@@ -93,3 +94,64 @@ def sort_partition_elements(
 ) -> int:
     """int32 elements of the CUDA sort's partition workspace (tuning.h)."""
     return int(_cpu.sort_partition_elements(key_bytes, payload, value_bytes, rows, length))
+
+
+# Symbolic shapes (jax.export shape polymorphism): the exact sizes above need concrete dims, so
+# a workspace of symbolic shape gets an upper bound per batch row written in dimension
+# arithmetic (+, *, // by constants). The handlers only require at least the exact size
+# (tests/test_export.py checks the bounds against the exact sizes).
+DimSize = Any  # an int, or a symbolic dimension of jax.export
+
+
+def _payload_bytes(payload: int, value_bytes: int) -> int:
+    """key_types.h's payload_bytes: 0 (none), the value's bytes (value), else 4 (int32)."""
+    return 0 if payload == 0 else (value_bytes if payload == 2 else 4)
+
+
+def merge_workspace_per_row(
+    key_bytes: int, payload: int, value_bytes: int, length: DimSize
+) -> DimSize:
+    """An upper bound of merge_workspace_elements per row merging `length` outputs: the
+    splits of a tiled row, ceil(length / tile) + 1 (a packed row needs 1 for the batch)."""
+    tile = int(_cpu.merge_tile(key_bytes, _payload_bytes(payload, value_bytes)))
+    return (length + tile - 1) // tile + 1
+
+
+def sort_partition_per_row(
+    key_bytes: int, payload: int, value_bytes: int, length: DimSize
+) -> DimSize:
+    """An upper bound of sort_partition_elements per row of `length` keys. A pass of run width
+    w (sort tile <= w < length) merges P = ceil(length / 2w) run pairs of at most 2w outputs,
+    T = ceil(min(length, 2w) / merge tile) tiles each: P (T + 1) boundaries, at most
+    2 length / merge tile + length / sort tile + 2."""
+    carried = _payload_bytes(payload, value_bytes)  # a pass carries the payload as values
+    merge = int(_cpu.merge_tile(key_bytes, carried))
+    sort = int(_cpu.sort_tile(key_bytes, carried))
+    return 2 * ((length + merge - 1) // merge) + (length + sort - 1) // sort + 2
+
+
+def export_disabled_checks() -> list[jax.export.DisabledSafetyCheck]:
+    """The ``disabled_checks`` that ``jax.export.export`` needs for a program that calls
+    jax_mergepath: one ``DisabledSafetyCheck.custom_call`` for each of its FFI targets.
+
+    ``jax.export`` refuses custom calls that are not JAX's own (their compatibility is the
+    library's promise, not JAX's); pass these to export. The deserialized program runs wherever
+    this package is imported (it registers the targets) and finds the same target names.
+    Shapes may be symbolic (``jax.export.symbolic_shape``), batch dimensions included; an axis
+    of 2**31 or more elements is then refused at run time by the kernel (JaxRuntimeError)
+    instead of at trace time.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, jax_mergepath as jmp
+        >>> n, m = jax.export.symbolic_shape("n, m")
+        >>> exported = jax.export.export(
+        ...     jax.jit(jmp.merge), disabled_checks=jmp.export_disabled_checks()
+        ... )(jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((m,), jnp.int32))
+        >>> restored = jax.export.deserialize(exported.serialize())
+        >>> restored.call(jnp.array([1, 3, 5]), jnp.array([2, 4]))
+        Array([1, 2, 3, 4, 5], dtype=int32)
+    """
+    return [
+        jax.export.DisabledSafetyCheck.custom_call(target)
+        for target in sorted(CPU_TARGETS | CUDA_TARGETS)
+    ]

@@ -11,6 +11,7 @@ registered as batch partitionable in _ffi.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import jax
 from jax.core import ShapedArray
@@ -25,8 +26,14 @@ except ImportError:  # pragma: no cover - a jax without it: no Shardy rule, GSPM
     sdy_sharding_rule_to_mlir = str_to_sdy_sharding_rule = None
 
 
+def is_static(shape: Sequence) -> bool:
+    """No symbolic dimension (jax.export shape polymorphism) in shape."""
+    return not any(jax.export.is_symbolic_dim(d) for d in shape)
+
+
 def row_workspace(batch_shape: tuple[int, ...], elements: int, dtype) -> ShapedArray:
-    """A workspace of at least `elements` elements, shaped (*batch_shape, per_row)."""
+    """A workspace of at least `elements` elements, shaped (*batch_shape, per_row) (concrete
+    shapes; a symbolic workspace is sized per row by its caller)."""
     rows = math.prod(batch_shape)
     per_row = max(1, -(-elements // max(rows, 1)))
     return ShapedArray((*batch_shape, per_row), dtype)
@@ -57,7 +64,7 @@ def _partitioning_attributes(ctx, num_batch_dims: int) -> dict | None:
     avals = [*ctx.avals_in, *ctx.avals_out]
     if num_batch_dims <= 0 or any(a.ndim < num_batch_dims for a in avals):
         return None
-    if any(not isinstance(d, int) for a in avals for d in a.shape):
+    if not all(is_static(a.shape) for a in avals):
         return None  # symbolic shapes: no partitioning
     attrs = {
         "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})

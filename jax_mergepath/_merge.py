@@ -24,6 +24,7 @@ from jax_mergepath._checks import (
     check_same_dtype,
     check_values,
     clamp_int32,
+    definitely,
     fusable_values,
     gather_along,
     list_note,
@@ -263,6 +264,6 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
     xl = jnp.moveaxis(x, ax, -1)
-    if xl.size == 0 or xl.shape[-1] <= 1:
+    if xl.size == 0 or definitely(lambda: xl.shape[-1] <= 1):
         return jnp.ones(xl.shape[:-1], jnp.bool_)
     return is_sorted_p.bind(xl, descending=descending)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Sequence
 
 import jax
@@ -32,7 +33,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
-from jax_mergepath._lowering import batch_dims_of, ffi_call, row_workspace
+from jax_mergepath._lowering import batch_dims_of, ffi_call, is_static, row_workspace
 
 
 class Payload(enum.IntEnum):  # key_types.h's PayloadKind
@@ -99,19 +100,31 @@ def _rows(aval) -> int:
     return int(np.prod(aval.shape[:-1], dtype=np.int64))
 
 
+def _merge_splits(
+    batch: tuple, key_bytes: int, payload: int, value_bytes: int, m: _ffi.DimSize, n: _ffi.DimSize
+) -> ShapedArray:
+    """The CUDA merge's int32 partition workspace (*batch, per_row) for rows merging m with n:
+    tuning.h's exact size for concrete shapes, an upper bound per row for symbolic ones."""
+    if is_static((*batch, m, n)):
+        rows = int(np.prod(batch, dtype=np.int64))
+        elements = _ffi.merge_workspace_elements(key_bytes, payload, value_bytes, rows, m, n)
+        return row_workspace(batch, elements, np.int32)
+    per_row = _ffi.merge_workspace_per_row(key_bytes, payload, value_bytes, m + n)
+    return ShapedArray((*batch, per_row), np.int32)
+
+
 def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
     _ffi.require_cuda_target("jmp_merge", "merge_runs" if runs else "merge")
     a_aval, b_aval = ctx.avals_in[0], ctx.avals_in[1]
     m = a_aval.shape[-1]
     n = 0 if runs else b_aval.shape[-1]
-    splits = _ffi.merge_workspace_elements(
-        a_aval.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(a_aval),
-        m, n,
+    splits = _merge_splits(
+        a_aval.shape[:-1], a_aval.dtype.itemsize, payload,
+        _value_bytes(payload, ctx.avals_in[-1]), m, n,
     )
     return ffi_call(
-        ctx, "jmp_merge", *args, workspace=(row_workspace(a_aval.shape[:-1], splits, np.int32),),
-        num_batch_dims=batch_dims_of(a_aval), descending=descending, payload=np.int64(payload),
-        runs=runs,
+        ctx, "jmp_merge", *args, workspace=(splits,), num_batch_dims=batch_dims_of(a_aval),
+        descending=descending, payload=np.int64(payload), runs=runs,
     )
 
 
@@ -249,7 +262,7 @@ def _sort_workspace(ctx, payload: int) -> list:
     spare = [ShapedArray(keys.shape, keys.dtype)]
     if payload != Payload.NONE:
         spare.append(ctx.avals_out[1])
-    return [*spare, row_workspace(keys.shape[:-1], _rows(keys), np.uint8)]
+    return [*spare, ShapedArray((*keys.shape[:-1], 1), np.uint8)]
 
 
 def _sort_cpu_lowering(ctx, *args, descending, payload):
@@ -263,11 +276,16 @@ def _sort_cpu_lowering(ctx, *args, descending, payload):
 def _sort_cuda_lowering(ctx, *args, descending, payload):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
-    splits = _ffi.sort_partition_elements(
-        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), _rows(keys),
-        keys.shape[-1],
-    )
-    workspace = (*_sort_workspace(ctx, payload), row_workspace(keys.shape[:-1], splits, np.int32))
+    key_bytes, value_bytes = keys.dtype.itemsize, _value_bytes(payload, ctx.avals_in[-1])
+    if is_static(keys.shape):
+        elements = _ffi.sort_partition_elements(
+            key_bytes, payload, value_bytes, _rows(keys), keys.shape[-1]
+        )
+        splits = row_workspace(keys.shape[:-1], elements, np.int32)
+    else:  # symbolic shapes: an upper bound per row
+        per_row = _ffi.sort_partition_per_row(key_bytes, payload, value_bytes, keys.shape[-1])
+        splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
+    workspace = (*_sort_workspace(ctx, payload), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
         descending=descending, payload=np.int64(payload),
@@ -321,8 +339,12 @@ def _searchsorted_cuda_lowering(ctx, a, v, *, right, sorted_v):
     # Sorted queries run as a merge of (v, a) ("left") or (a, v) ("right") with int32 ranks.
     m, n = (a_aval.shape[-1], v_aval.shape[-1]) if right else (v_aval.shape[-1], a_aval.shape[-1])
     ranks = Payload.RANKS_OF_B if right else Payload.RANKS_OF_A
-    splits = _ffi.merge_workspace_elements(a_aval.dtype.itemsize, ranks, 0, _rows(a_aval), m, n)
-    workspace = (row_workspace(a_aval.shape[:-1], splits if sorted_v else 1, np.int32),)
+    batch = a_aval.shape[:-1]
+    workspace = (
+        _merge_splits(batch, a_aval.dtype.itemsize, ranks, 0, m, n)
+        if sorted_v
+        else ShapedArray((*batch, 1), np.int32),
+    )
     return ffi_call(ctx, "jmp_searchsorted", a, v, workspace=workspace,
                     num_batch_dims=batch_dims_of(a_aval), right=right, sorted_v=sorted_v)
 
@@ -339,7 +361,7 @@ def _searchsorted_batching_rule(args, dims, *, right, sorted_v):
         rows = a.ndim - 1
         vm = jnp.moveaxis(v, dv, rows)
         shape = vm.shape
-        flat = vm.reshape(*shape[:rows], int(np.prod(shape[rows:], dtype=np.int64)))
+        flat = vm.reshape(*shape[:rows], math.prod(shape[rows:]))
         # (the batch members' queries are not sorted as one sequence, unless there is one)
         out = searchsorted_p.bind(a, flat, right=right, sorted_v=sorted_v and shape[rows] == 1)
         return out.reshape(shape), rows

@@ -9,6 +9,7 @@ first otherwise (each sort is stable, so the groups' order is lexicographic).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import jax
@@ -24,6 +25,7 @@ from jax_mergepath._checks import (
     check_direction,
     check_length,
     check_values,
+    definitely,
     fusable_values,
     gather_along,
     normalize_axis,
@@ -36,7 +38,7 @@ def _sort_last_axis(
     keys: jax.Array, values: tuple[jax.Array, ...], descending: bool, payload: Payload
 ) -> tuple[jax.Array, jax.Array | None]:
     """sort_p on keys whose sorted axis is last; rows of 0 or 1 elements never reach a kernel."""
-    if keys.size == 0 or keys.shape[-1] <= 1:
+    if keys.size == 0 or definitely(lambda: keys.shape[-1] <= 1):
         if payload == Payload.INDEX:
             return keys, jnp.zeros(keys.shape, np.int32)
         return keys, (values[0] if payload == Payload.VALUE else None)
@@ -70,7 +72,9 @@ def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array
 
     Raises:
         TypeError: complex or non-key dtype, or descending not a bool.
-        ValueError: x is 0-d, axis out of range, or the axis has 2**31 or more elements.
+        ValueError: x is 0-d, axis out of range, or the axis has 2**31 or more elements (a
+            symbolic ``jax.export`` dimension that may be that long is checked at run time
+            instead: JaxRuntimeError).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -314,7 +318,7 @@ def searchsorted(
         )
     n = a_arr.shape[-1]
     query_shape = v_arr.shape[len(batch) :]
-    queries = int(np.prod(query_shape, dtype=np.int64))
+    queries = math.prod(query_shape)
     check_length(n, op)
     if v_arr.size == 0 or n == 0:
         return jnp.zeros(v_arr.shape, np.int32)
@@ -322,6 +326,11 @@ def searchsorted(
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
     # query axes, each sorted along the last, every query is searched on its own instead) and a
     # merged length that fits int32 positions.
-    merge_path = bool(sorted_v) and len(query_shape) <= 1 and n + queries < INDEX_LIMIT
+    # (A symbolic merged length is assumed to fit; the kernel checks it at run time.)
+    merge_path = (
+        bool(sorted_v)
+        and len(query_shape) <= 1
+        and not definitely(lambda: n + queries >= INDEX_LIMIT)
+    )
     out = searchsorted_p.bind(a_arr, flat, right=side == "right", sorted_v=merge_path)
     return out.reshape(v_arr.shape)
