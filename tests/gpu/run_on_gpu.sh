@@ -9,8 +9,7 @@ export PYTHONUNBUFFERED=1
 status=0
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 echo "== build"
-JMP_CUDA=ON python3 -m pip install --no-build-isolation --no-deps -q . 2>&1 | tee "$out/build.log" \
-  || { echo "BUILD FAILED"; exit 1; }
+bash tests/gpu/install.sh 2>&1 | tee "$out/build.log" || { echo "BUILD FAILED"; exit 1; }
 cd tests  # import the installed package, not the source tree
 python3 -c "import jax, jax_mergepath as j; print('HAS_CUDA', j.HAS_CUDA, jax.devices())"
 echo "== tests"

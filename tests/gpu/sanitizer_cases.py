@@ -1,9 +1,9 @@
 """A small GPU workload for compute-sanitizer (memcheck, racecheck): every kernel path once.
 
-Tiled and packed merges, every payload, descending, ragged rows, merge_runs and co_rank; block
-sorts of long and packed short rows, sort passes, presorted rows, every sort payload,
-searchsorted (binary and merge path); sizes around the tiles; results are checked against
-numpy so a silent error also fails.
+Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
+rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
+rows, every sort payload, searchsorted (binary and merge path); sizes around the tiles; results
+are checked against numpy so a silent error also fails.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main() -> None:
     tile = _cpu.merge_tile(4, 0)  # int32 keys, no payload
     cases = [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (tile, 1, 2), (tile + 3, tile - 1, 2)]
     cases.append((2 * tile + 5, 2 * tile - 7, 1100))  # > 4096 boundaries: thread partition
+    cases.append((tile - 19 - 300, 300, 5))  # the rows kernel's longest rows
     for m, n, rows in cases:
         a = np.sort(rng.integers(0, 50, (rows, m)), axis=-1).astype(np.int32)
         b = np.sort(rng.integers(0, 50, (rows, n)), axis=-1).astype(np.int32)
@@ -41,6 +42,8 @@ def main() -> None:
         check(v, np.take_along_axis(cat, perm, -1).astype(np.float32), "merge_by_key")
         desc = jmp.merge(a[..., ::-1], b[..., ::-1], descending=True)
         check(desc, np.sort(cat, axis=-1)[..., ::-1], "descending")
+        fa, fb = a.astype(np.float32) - 25.5, b.astype(np.float32) - 25.5  # FPU compares
+        check(jmp.merge(fa, fb), np.sort(cat, axis=-1).astype(np.float32) - 25.5, "float32")
         ragged = jmp.merge(a, b, a_length=m // 2, b_length=n // 3)
         assert ragged.shape == (rows, m + n)
         runs = jmp.merge_runs(np.sort(cat, -1), m // 2)
