@@ -20,9 +20,10 @@ from jax_mergepath.bench.run import main
 TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repeats", "1",
         "--rounds", "1", "--calls", "2", "--min-calls", "1", "--max-batch-s", "0.01"]
 # --quick at 2^10: merge 50% / 1% / kv (int32); sort, argsort (int32, float32), presorted,
-# sort_by_key, lax_sort x2, one row width, searchsorted (two rows: sorted_v=True / False).
-N_CASES = 13
-N_ROWS = 14
+# sort_by_key, lax_sort x2, one row width, searchsorted (two rows: sorted_v=True / False);
+# batch: vmapped merges of rows of 32 and 512 a side, and a ragged one.
+N_CASES = 16
+N_ROWS = 17
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 needs_mpl = pytest.mark.skipif(not HAS_MPL, reason='needs matplotlib (jax_mergepath[plot])')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -48,11 +49,13 @@ def test_json_holds_every_case_with_positive_times(run):
     _, results, _ = run
     rows = results["rows"]
     assert len(rows) == N_ROWS
-    assert {r["family"] for r in rows} == {"merge", "sort"}
+    assert {r["family"] for r in rows} == {"merge", "batch", "sort"}
     names = {r["case"] for r in rows}
     for name in ("merge int32 2^10 a=50%", "merge kv int32 2^10 a=50%", "sort float32 2^10",
                  "argsort int32 2^10", "sort int32 2^10 presorted",
-                 "searchsorted int32 2^10 in 2^10 sorted_v=False"):
+                 "searchsorted int32 2^10 in 2^10 sorted_v=False",
+                 "vmap merge int32 2^10 as 16 x (32+32)",
+                 "ragged vmap merge int32 2^10 as 1 x (512+512)"):
         assert name in names
     for r in rows:
         assert r["status"] == "ok", r
@@ -86,7 +89,10 @@ def test_plot_is_a_png_and_replots_from_json(run, tmp_path):
     again = tmp_path / "again.png"
     assert plot.main([str(saved), str(again)]) == 0
     assert again.read_bytes()[:8] == PNG_MAGIC
-    assert plot.panel_name(results["rows"][-1]) == "searchsorted int32 2^k in 2^k sorted_v=False"
+    last = results["rows"][-1]
+    assert plot.panel_and_x(last) == ("searchsorted int32 2^k in 2^k sorted_v=False", last["n"])
+    batch = {"case": "vmap merge int32 2^26 as 8192 x (4096+4096)", "n": 2**26}
+    assert plot.panel_and_x(batch) == ("vmap merge int32 2^26, rows of d + d", 4096)
 
 
 def test_quiet_run_writes_no_progress(capsys):

@@ -1,6 +1,7 @@
 """Throughput plot of a bench run. `plot_results(results, path)` draws, from the dict that --json
 writes, one panel per case (its size written 2^k): GB/s (user-visible time; bytes: every input
-read once, every output written once) against the size n on a log2 axis; ours solid, the JAX
+read once, every output written once) against the size n on a log2 axis (batch cases: against
+the row width d, at their one total size); ours solid, the JAX
 baselines dashed, references (torch, numpy, CUB) dotted; the copy rate measured in the same run
 as a horizontal line (the ceiling); the device in the title. matplotlib (the optional extra
 `jax_mergepath[plot]`) is imported here only, drawing with its Agg backend (no display).
@@ -27,10 +28,18 @@ OURS_COLOR = "C3"
 OTHER_COLORS = [f"C{i}" for i in range(10) if i != 3]
 
 
-def panel_name(row: dict) -> str:
-    """The case without its size: 'sort int32 2^20' -> 'sort int32 2^k'."""
+ROWS = re.compile(r" as \d+ x \((\d+)\+(\d+)\)")  # a batch case: rows of (d + d)
+
+
+def panel_and_x(row: dict) -> tuple[str, int]:
+    """The case's panel and its x: its size n ('sort int32 2^20' -> 'sort int32 2^k'), or, for a
+    batch of rows at one total size, the row width d ('... 2^26 as 8192 x (4096+4096)' ->
+    '... 2^26, rows of d + d')."""
+    rows = ROWS.search(row["case"])
+    if rows:
+        return ROWS.sub(", rows of d + d", row["case"]), int(rows.group(1))
     lg = row["n"].bit_length() - 1
-    return re.sub(rf"(?<![\d^])2\^{lg}(?!\d)", "2^k", row["case"])
+    return re.sub(rf"(?<![\d^])2\^{lg}(?!\d)", "2^k", row["case"]), row["n"]
 
 
 def series(rows: list[dict]) -> dict:
@@ -39,8 +48,9 @@ def series(rows: list[dict]) -> dict:
     for row in rows:
         if row.get("status") != "ok":
             continue
-        lines = panels[panel_name(row)]
-        n, nbytes = row["n"], row["bytes"]
+        panel, n = panel_and_x(row)
+        lines = panels[panel]
+        nbytes = row["bytes"]
         lines[("ours", row["ours"])][n] = nbytes / row["user_s"] / 1e9
         others = [("baseline", b) for b in row["baselines"]]
         others += [("reference", r) for r in row["references"]]
@@ -108,7 +118,7 @@ def plot_results(results: dict, path: str) -> None:
         f"{meta.get('jax_mergepath', '?')} vs JAX baselines, jax {meta.get('jax', '?')}\n"
         f"throughput per call (user-visible); dash-dot: copy in the same run "
         f"({meta.get('copy_method', '?')}), the ceiling", fontsize=11)
-    fig.supxlabel("size n (elements, log2 axis)", fontsize=10)
+    fig.supxlabel("size n (elements; batch panels: row width d), log2 axis", fontsize=10)
     fig.supylabel("GB/s (inputs read + outputs written once) / user-visible time", fontsize=10)
     fig.savefig(path, dpi=100)
 
