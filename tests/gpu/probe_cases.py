@@ -5,7 +5,8 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
 4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
-(int32 2^27 already sorted), sort_i32 (2^27 random).
+(int32 2^27 already sorted), sort_i32 (2^27 random), rows64 / rows512 / rows4096 (2^26 int32
+sorted as rows of that length).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def case(name: str):
             name[6:]]
         a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
         return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
+    if name.startswith("rows"):  # a row sort: 2^26 int32 as rows of d
+        d = int(name[4:])
+        x = jax.random.randint(jax.random.key(5), (2**26 // d, d), -(2**30), 2**30, jnp.int32)
+        return jax.jit(jmp.sort), (x,), jnp.sort(x, axis=-1)
     if name == "sort_presorted":
         x = sorted_rows(1, 2**27, jnp.int32, 3)[0]
         return jax.jit(jmp.sort), (x,), x
