@@ -14,7 +14,7 @@ from jax import lax
 
 import jax_mergepath as jmp
 from jax_mergepath.bench.case import Case
-from jax_mergepath.bench.checks import check_first, same_values
+from jax_mergepath.bench.checks import same_values
 from jax_mergepath.bench.config import ROW_WIDTHS, Cfg
 from jax_mergepath.bench.data import dname, jnp_argsort_stable, prng, random_keys, x64_ok
 from jax_mergepath.bench.timing import Variant
@@ -120,15 +120,13 @@ def sort_by_key_case(log2: int) -> Case:
 
 
 def _lax_sort_case(log2: int, title: str, num_keys: int, ops: tuple) -> Case:
-    """jmp.lax_sort vs lax.sort (stable, and default with only the keys compared)."""
+    """jmp.lax_sort vs lax.sort (stable: lax.sort's default too)."""
     n = 1 << log2
     return Case(
         "sort", f"lax_sort {title} 2^{log2}", n, 2 * n * 12,
         [Variant("jmp.lax_sort", lambda *o: jmp.lax_sort(o, num_keys=num_keys), ops)],
         [Variant("lax.sort(stable)",
-                 lambda *o: lax.sort(o, num_keys=num_keys, is_stable=True), ops),
-         Variant("lax.sort(default)", lambda *o: lax.sort(o, num_keys=num_keys), ops,
-                 check=check_first(num_keys))],
+                 lambda *o: lax.sort(o, num_keys=num_keys, is_stable=True), ops)],
     )
 
 

@@ -1,10 +1,8 @@
 """Result checks of a case: integers bit-equal, floats equal as values (any NaN equal to any
-NaN), over every output leaf (`check_all`) or the first k leaves only (`check_first`, for an
-unstable baseline whose payload may differ on ties). A check returns mismatch text or None."""
+NaN), over every output leaf (`check_all`). A check returns mismatch text or None."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -44,12 +42,3 @@ def check_all(ours: Any, other: Any) -> str | None:
         if not same_values(a, b):
             return f"output {i} differs"
     return None
-
-
-def check_first(k: int) -> Callable:
-    """Compares the first k outputs only (an unstable baseline's payload may differ on ties)."""
-
-    def check(ours: Any, other: Any) -> str | None:
-        return check_all(_leaves(ours)[:k], _leaves(other)[:k])
-
-    return check

@@ -58,7 +58,7 @@ def series(rows: list[dict]) -> dict:
             if o.get("user_s") and not o.get("error"):
                 lines[(kind, o["name"])][n] = nbytes / o["user_s"] / 1e9
         for c in row["cub"]:
-            lines[("reference", f"CUB {c['name']}")][n] = nbytes / (c["us"] * 1e-6) / 1e9
+            lines[("reference", f"CUB {c['name']} (kernel)")][n] = nbytes / (c["us"] * 1e-6) / 1e9
     return panels
 
 
