@@ -96,6 +96,18 @@ NB_MODULE(_cpu, m) {
       },
       "int32 elements of the CUDA merge's partition workspace (rows merging m with n)");
   m.def(
+      "merge_rows_shape",
+      [](int key_bytes, int payload_bytes, int64_t row_length) {
+        const jax_mergepath::MergeShape shape =
+            jax_mergepath::merge_shape(key_bytes, payload_bytes);
+        const jax_mergepath::RowsShape rows =
+            jax_mergepath::merge_rows_shape(shape.threads, shape.items, row_length);
+        return nb::make_tuple(shape.threads, shape.items, rows.rows_per_block,
+                              rows.threads_per_row);
+      },
+      "(threads, items, rows_per_block, threads_per_row) of the CUDA rows kernel for full rows "
+      "of row_length outputs (rows_per_block 0: the rows do not fit it)");
+  m.def(
       "sort_partition_elements",
       [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {
         return jax_mergepath::sort_partition_elements(
