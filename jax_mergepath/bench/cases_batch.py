@@ -12,16 +12,11 @@ import jax.numpy as jnp
 
 import jax_mergepath as jmp
 from jax_mergepath.bench.case import Case
-from jax_mergepath.bench.data import prng
+from jax_mergepath.bench.data import prng, sorted_keys
 from jax_mergepath.bench.timing import Variant
 
 BATCH_WIDTHS = (8, 32, 128, 512, 1024, 4096, 65536)
 RAGGED_WIDTH = 512
-
-
-def sorted_rows(key: jax.Array, rows: int, d: int) -> jax.Array:
-    x = jax.random.randint(key, (rows, d), -(2**30), 2**30, jnp.int32)
-    return jnp.sort(x, axis=-1)
 
 
 def concat_sort_rows(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -45,7 +40,7 @@ def ragged_reference(a, b, la, lb):
 def batch_case(total_log2: int, d: int, ragged: bool) -> Case:
     rows = (1 << total_log2) // (2 * d)
     ka, kb, kl = jax.random.split(prng(total_log2, d, int(ragged)), 3)
-    a, b = sorted_rows(ka, rows, d), sorted_rows(kb, rows, d)
+    a, b = sorted_keys(ka, (rows, d), jnp.int32), sorted_keys(kb, (rows, d), jnp.int32)
     n = 2 * rows * d
     name = f"vmap merge int32 2^{total_log2} as {rows} x ({d}+{d})"
     if not ragged:

@@ -20,13 +20,15 @@ def random_keys(key: jax.Array, n: int | tuple, dtype) -> jax.Array:
     return lax.bitcast_convert_type(bits, dtype)
 
 
-def sorted_keys(key: jax.Array, n: int, dtype) -> jax.Array:
+def sorted_keys(key: jax.Array, n: int | tuple, dtype) -> jax.Array:
+    """Random keys (half the integer range, or standard normal) sorted along the last axis."""
+    shape = (n,) if isinstance(n, int) else n
     if jnp.issubdtype(dtype, jnp.floating):
-        x = jax.random.normal(key, (n,), dtype)
+        x = jax.random.normal(key, shape, dtype)
     else:
         info = jnp.iinfo(dtype)
-        x = jax.random.randint(key, (n,), info.min // 2, info.max // 2, dtype)
-    return jnp.sort(x)
+        x = jax.random.randint(key, shape, info.min // 2, info.max // 2, dtype)
+    return jnp.sort(x, axis=-1)
 
 
 def prng(*parts: int) -> jax.Array:

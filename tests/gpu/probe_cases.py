@@ -19,15 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import jax_mergepath as jmp
+from jax_mergepath.bench.data import sorted_keys
 
 
 def sorted_rows(rows: int, d: int, dtype, seed: int) -> jax.Array:
-    k = jax.random.key(seed)
-    if jnp.issubdtype(dtype, jnp.floating):
-        x = jax.random.normal(k, (rows, d), jnp.float32).astype(dtype)
-    else:
-        x = jax.random.randint(k, (rows, d), -(2**30), 2**30, jnp.int32).astype(dtype)
-    return jnp.sort(x, axis=-1)
+    return sorted_keys(jax.random.key(seed), (rows, d), dtype)
 
 
 def case(name: str):
