@@ -1,7 +1,8 @@
 // block_sort.cuh: the block sort of the CUDA mergesort, stable, with its payload, on the shared
 // thread level (sort_network.h, merge_path.h) as the CPU runs it. A block sorts either one tile
 // of SortPolicy::kTile keys of a long row (the last tile of a row may be short), or several
-// short rows packed in one tile, each in its own segment of items * 2^k slots (sort_segment).
+// short rows packed in one tile, each in its own segment of a whole number of threads' slots
+// (sort_segment).
 //   1. the block's keys (contiguous in global memory) are loaded into shared memory
 //      (tile_io.cuh: 16-byte loads); each thread takes its kItems consecutive slots of its
 //      segment into registers and sorts them with the stable network;

@@ -55,13 +55,13 @@ JMP_HD RoundMerge round_merge(int64_t valid, int64_t width, int64_t p) {
 }
 
 // The span a row of `length` keys takes in a block-sort tile of `tile` slots: the whole tile for
-// rows at least that long (cut into tiles), else the smallest items * 2^k that holds the row, so
-// the merge rounds of several short rows packed in one tile never cross a row.
+// rows at least that long (cut into tiles), else the smallest multiple of items that holds the
+// row (a whole number of threads; the merge rounds work inside a segment, their last run pair
+// short, so they never cross a row). ncu: items * 2^k segments left rows of 512 keys in 960
+// slots, 45% of the threads idle.
 JMP_HD constexpr int64_t sort_segment(int64_t length, int64_t items, int64_t tile) {
   if (length >= tile) return tile;
-  int64_t span = items;
-  while (span < length) span *= 2;
-  return span;
+  return ceil_div(length > 0 ? length : 1, items) * items;
 }
 
 }  // namespace jax_mergepath
