@@ -229,11 +229,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const int d0 = (static_cast<int>(threadIdx.x) - r * per_row) * kItems;
   const bool active = r < rows_here;
   const int valid = active ? (row_len - d0 < kItems ? row_len - d0 : kItems) : 0;
-  int rm = m, rn = n;
+  int rm = m, rn = n;  // the row's A and B lengths (batch_geometry.h; kRuns: its split)
   if (runs && active) {
-    rm = static_cast<int>(clamp_length(layout.a_valid ? __ldg(layout.a_valid + row0 + r) : 0,
-                                       row_len));
-    rn = row_len - rm;
+    const RowGeometry g = row_geometry(layout, row0 + r);
+    rm = static_cast<int>(g.m);
+    rn = static_cast<int>(g.n);
   }
   const int a_row = runs ? r * row_len : r * m;  // element offsets in the loaded ranges
   const int b_row = runs ? a_row + rm : r * n;
