@@ -12,6 +12,7 @@
 // sort, moved by the passes as a kValue payload.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_path.h"
@@ -30,6 +31,9 @@ struct RowSorter {
   using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
   static constexpr int kItems = Policy::kItems;
   static constexpr int kTile = static_cast<int>(Policy::kTile);
+  using Ordered = KeyTraits<Bits, KeyKind::kUnsigned>;  // order keys, compared unsigned
+  // Integer keys alone: equal keys are identical bits, so no positions are needed.
+  static constexpr bool kKeysAlone = !kCarry && Traits::kind != KeyKind::kFloat;
 
   const SortCall& call;
   Bits flip;
@@ -60,31 +64,53 @@ struct RowSorter {
   }
 
   // Step 1 for one tile: keys [begin, begin + valid) of `row` into keys_out / vals_out (the
-  // same positions of the target buffers). The tile is sorted as directed ORDER keys
-  // (transformed once) with their tile positions as the payload, by the GPU's thread network
-  // and merges with the identity order of unsigned keys; the raw keys and the payload are then
-  // gathered by position.
+  // same positions of the target buffers). Keys are held as directed ORDER keys (transformed
+  // once): chunks of kItems sorted by a thread network, then merge rounds (merge_rounds).
+  //   * integer keys alone (ties are identical bits): the GPU's keys network, and the order
+  //     keys released back to bits (HeldKey), nothing to gather;
+  //   * otherwise the tile positions ride along as the payload of the stable network and the
+  //     merges; the raw keys and the payload are gathered by position.
   void block_sort(int64_t row, int64_t begin, int valid, Bits* keys_out, Value* vals_out) const {
-    using Ordered = KeyTraits<Bits, KeyKind::kUnsigned>;
     Bits ord[2][kTile + 1];
     uint32_t pos[2][kTile];
     const Bits* in = keys_in(row) + begin;
-    // Threads' chunks of kItems keys, sorted by the network.
+    const std::conditional_t<kKeysAlone, HeldKey<Traits>, HeldKey<Ordered>> held(flip);
     for (int t = 0; t * kItems < valid; ++t) {
       Bits key[kItems];
       uint32_t at[kItems];
       for (int c = 0; c < kItems; ++c) {
         const int p = t * kItems + c;
-        key[c] = p < valid ? directed_key<Traits>(in[p], flip) : Bits(0);
         at[c] = static_cast<uint32_t>(p);
+        if constexpr (kKeysAlone) {
+          key[c] = p < valid ? held.hold(in[p]) : static_cast<Bits>(~Bits(0));
+        } else {
+          key[c] = p < valid ? directed_key<Traits>(in[p], flip) : Bits(0);
+        }
       }
-      sort_network<kItems, Ordered>(key, at, valid - t * kItems, Bits(0));
+      if constexpr (kKeysAlone) {
+        sort_network_keys<kItems>(key);
+      } else {
+        sort_network<kItems>(key, at, valid - t * kItems, HeldKey<Ordered>(Bits(0)));
+      }
       for (int c = 0; c < kItems && t * kItems + c < valid; ++c) {
         ord[0][t * kItems + c] = key[c];
         pos[0][t * kItems + c] = at[c];
       }
     }
-    // Merge rounds: run pairs of width kItems, 2 kItems, ... (a pair in order is a copy).
+    const int src = merge_rounds(ord, pos, valid);
+    if constexpr (kKeysAlone) {
+      for (int p = 0; p < valid; ++p) keys_out[p] = held.release(ord[src][p]);
+      return;
+    }
+    for (int p = 0; p < valid; ++p) keys_out[p] = in[pos[src][p]];
+    if constexpr (kCarry) {
+      for (int p = 0; p < valid; ++p) vals_out[p] = payload_in(row, begin + pos[src][p]);
+    }
+  }
+
+  // Merge rounds: run pairs of width kItems, 2 kItems, ... of ord[0][0, valid) (a pair in order
+  // is a copy), positions moved alongside unless kKeysAlone; returns the buffer of the result.
+  static int merge_rounds(Bits (&ord)[2][kTile + 1], uint32_t (&pos)[2][kTile], int valid) {
     int src = 0;
     for (int64_t width = kItems; width < valid; width *= 2, src ^= 1) {
       const Bits* o_src = ord[src];
@@ -97,20 +123,19 @@ struct RowSorter {
         const int n = static_cast<int>(rp.n);
         if (n == 0 || !(o_src[a_loc + m] < o_src[a_loc + m - 1])) {
           std::copy_n(o_src + a_loc, static_cast<size_t>(m + n), o_dst + a_loc);
-          std::copy_n(p_src + a_loc, static_cast<size_t>(m + n), p_dst + a_loc);
+          if constexpr (!kKeysAlone) {
+            std::copy_n(p_src + a_loc, static_cast<size_t>(m + n), p_dst + a_loc);
+          }
           continue;
         }
         merge_full<0, Ordered>(o_src, a_loc, m, a_loc + m, n, 0, m + n, Bits(0),
                                [&](int c, Bits key, int at) {
                                  o_dst[a_loc + c] = key;
-                                 p_dst[a_loc + c] = p_src[at];
+                                 if constexpr (!kKeysAlone) p_dst[a_loc + c] = p_src[at];
                                });
       }
     }
-    for (int p = 0; p < valid; ++p) keys_out[p] = in[pos[src][p]];
-    if constexpr (kCarry) {
-      for (int p = 0; p < valid; ++p) vals_out[p] = payload_in(row, begin + pos[src][p]);
-    }
+    return src;
   }
 
   void run() const {

@@ -1,7 +1,8 @@
 // sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (merge_launch.h). All on `stream`,
 // no allocation, no host sync (graph-safe):
-//   1. row flags: every row starts "sorted", any out-of-order neighbour pair clears its flag
-//      (the is_sorted kernel);
+//   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
+//      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
+//      are checked by the block sort itself (a block of sorted rows skips its sort);
 //   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
 //      from which the passes end in the outputs; tiles of sorted rows copied to the outputs;
 //   3. passes: each ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
@@ -27,10 +28,13 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
   const int64_t rows = call.rows, d = call.length;
   if (rows == 0 || d == 0) return cudaSuccess;
-  const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
-  if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
-
   const int passes = sort_passes(Policy::kTile, d);
+  const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
+  if (row_flags) {
+    const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
+    if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
+  }
+
   Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
   Value* val_buf[2] = {static_cast<Value*>(call.out_payload),
                        static_cast<Value*>(call.spare_payload)};
@@ -44,7 +48,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   const auto flip = direction_mask<Traits>(call.descending);
   block_sort_kernel<Traits, kPayload, Value, Policy>
       <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(
-          call, key_buf[cur], val_buf[cur], flip, static_cast<int>(span), tiles_per_row);
+          call, key_buf[cur], val_buf[cur], flip, static_cast<int>(span), tiles_per_row,
+          row_flags);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
 
   for (int64_t width = Policy::kTile; width < d; width *= 2, cur ^= 1) {

@@ -133,8 +133,9 @@ struct StagedSegment {
 // Both produce `kCount` outputs (a GPU thread's registers, the loop unrolled) or, with
 // kCount == 0, `count` outputs (a CPU loop), starting at diagonal `diag` of the staged merge.
 
-// Every key of both ranges valid (no ragged tail). emit(c, raw, pos): output c is the key bits
-// `raw` staged at `pos` (B iff pos >= b_loc). Keys compare as KeyCompare says (ordering.h).
+// Every key of both ranges valid (no ragged tail). emit(c, stored, pos): output c is the key
+// staged at `pos` (B iff pos >= b_loc). cmp.key(stored) is what cmp.before compares (KeyCompare
+// turns raw bits into a comparable key; HeldKey's keys are staged comparable already).
 //   kCount > 0 (a GPU thread): a branch-free step whose next key is always keys[pos + 1], the
 //     successor on the side just taken (past a side's end it reads B's first key, a gap or the
 //     spare slot after B, never used), so the buffer needs one readable slot past B; A[i] and
@@ -142,20 +143,19 @@ struct StagedSegment {
 //   kCount == 0 (a host thread, count outputs): while both sides have keys, a branch-free step
 //     that reads both sides' next keys (two independent loads are a shorter dependency chain
 //     than the cached keys' selects on a CPU), then the side left.
-template <int kCount, typename Traits, typename Emit>
-JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
-                       int diag, int count, typename Traits::Bits flip, const Emit& emit) {
-  using Bits = typename Traits::Bits;
-  const KeyCompare<Traits> cmp(flip);
-  auto order = [&](Bits raw) { return cmp.key(raw); };
-  const Bits* a = keys + a_loc;
-  const Bits* b_end = keys + b_loc + diag;  // B[diag - 1 - mid] = b_end[-1 - mid]
+template <int kCount, typename Compare, typename Stored, typename Emit>
+JMP_HD void merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n, int diag,
+                          int count, const Compare& cmp, const Emit& emit) {
+  auto order = [&](Stored raw) { return cmp.key(raw); };
+  using Key = decltype(cmp.key(keys[0]));
+  const Stored* a = keys + a_loc;
+  const Stored* b_end = keys + b_loc + diag;  // B[diag - 1 - mid] = b_end[-1 - mid]
   const int lo = co_rank_search(co_rank_lower(diag, n), co_rank_upper(diag, m), [&](int mid) {
     return cmp.before(order(b_end[-1 - mid]), order(a[mid]));
   });
   int i = lo, j = diag - lo;
   if constexpr (kCount == 0) {
-    const Bits* b = keys + b_loc;
+    const Stored* b = keys + b_loc;
     int c = 0;
     for (; c < count && i < m && j < n; ++c) {
       const int take_b = cmp.before(order(b[j]), order(a[i]));
@@ -167,17 +167,20 @@ JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int 
     for (; c < count && i < m; ++c, ++i) emit(c, a[i], a_loc + i);
     for (; c < count && j < n; ++c, ++j) emit(c, b[j], b_loc + j);
   } else {
-    using Key = typename KeyCompare<Traits>::Key;
-    Bits raw_a = a[i], raw_b = keys[b_loc + j];
+    // The buffer positions of A[i] and B[j], and one past each range.
+    int pa = a_loc + i, pb = b_loc + j;
+    const int a_stop = a_loc + m, b_stop = b_loc + n;
+    Stored raw_a = keys[pa], raw_b = keys[pb];
     Key ord_a = order(raw_a), ord_b = order(raw_b);
     JMP_UNROLL
     for (int c = 0; c < kCount; ++c) {
-      const bool from_b = (j < n) & ((i >= m) | cmp.before(ord_b, ord_a));
-      const int pos = from_b ? b_loc + j : a_loc + i;
+      const bool from_b = (pb < b_stop) & ((pa >= a_stop) | cmp.before(ord_b, ord_a));
+      const int pos = from_b ? pb : pa;
       emit(c, from_b ? raw_b : raw_a, pos);
-      i += from_b ? 0 : 1;
-      j += from_b ? 1 : 0;
-      const Bits raw = keys[pos + 1];
+      const int next = pos + 1;
+      pa = from_b ? pa : next;
+      pb = from_b ? next : pb;
+      const Stored raw = keys[next];
       const Key ord = order(raw);
       raw_a = from_b ? raw_a : raw;
       ord_a = from_b ? ord_a : ord;
@@ -185,6 +188,13 @@ JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int 
       ord_b = from_b ? ord : ord_b;
     }
   }
+}
+
+// merge_full_by on raw key bits, compared as KeyCompare says (ordering.h).
+template <int kCount, typename Traits, typename Emit>
+JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
+                       int diag, int count, typename Traits::Bits flip, const Emit& emit) {
+  merge_full_by<kCount>(keys, a_loc, m, b_loc, n, diag, count, KeyCompare<Traits>(flip), emit);
 }
 
 // The general merge: ragged ranges (mv < m or nv < n) and segments that follow each other (a

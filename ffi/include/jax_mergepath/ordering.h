@@ -86,10 +86,18 @@ JMP_HD typename Traits::Bits direction_mask(bool descending) {
 //     Two or three instructions a comparison instead of the order-key transform of every key:
 //     the merge kernels are bound by instruction issue (ncu). Host code keeps the order keys
 //     (a host thread's floating-point mode, e.g. denormals-are-zero, is not ours to trust).
-template <typename Traits, bool kFpu = Traits::kind == KeyKind::kFloat &&
-                                       (sizeof(typename Traits::Bits) == 4 ||
-                                        sizeof(typename Traits::Bits) == 8)>
+template <typename Traits>
+inline constexpr bool kFpuComparable =
+#if defined(__CUDA_ARCH__)
+    Traits::kind == KeyKind::kFloat &&
+    (sizeof(typename Traits::Bits) == 4 || sizeof(typename Traits::Bits) == 8);
+#else
+    false;
+#endif
+
+template <typename Traits, bool kFpuT = kFpuComparable<Traits>>
 struct KeyCompare {
+  static constexpr bool kFpu = false;
   using Bits = typename Traits::Bits;
   using Key = Bits;
   Bits flip;
@@ -101,6 +109,7 @@ struct KeyCompare {
 #if defined(__CUDA_ARCH__)
 template <typename Traits>
 struct KeyCompare<Traits, true> {
+  static constexpr bool kFpu = true;
   using Bits = typename Traits::Bits;
   using Key = std::conditional_t<sizeof(Bits) == 4, float, double>;
   Bits sign;  // the sign bit when descending, else 0
@@ -118,6 +127,76 @@ struct KeyCompare<Traits, true> {
     const bool x_nan = x != x, y_nan = y != y;
     return (x < y) | (descending ? x_nan & !y_nan : y_nan & !x_nan);
   }
+};
+#endif
+
+// How the GPU block sort (and the CPU's keys-only block sort) holds a key: ONE register a key,
+// hold(raw) once per key loaded, before(x, y) iff x strictly precedes y in the directed order,
+// key(k) == k (the interface of KeyCompare, so the serial merges take either), and release(k)
+// the key's original bits, exactly: -0.0 and NaN payloads survive. kTiesIdentical: held keys
+// that compare equal have equal bits, so a network may order them as plain numbers (min / max,
+// not stable) when nothing rides along.
+//   * integers: the directed order key (a bijection), compared unsigned;
+//   * float32 / float64 on the GPU: KeyCompare's float with the sign flipped when descending
+//     (a bijection of the bits), compared by the FPU;
+//   * other floats (float16, bfloat16): the directed order key in the high half of a 32-bit
+//     word, the raw bits in the low half; only the high half is compared.
+template <typename Traits, bool kFpu = KeyCompare<Traits>::kFpu>
+struct HeldKey;
+
+template <typename Traits>
+struct HeldKey<Traits, false> {
+  using Bits = typename Traits::Bits;
+  static constexpr bool kInteger = Traits::kind != KeyKind::kFloat;
+  static_assert(kInteger || sizeof(Bits) == 2, "16-bit floats only (f32 / f64 use the FPU)");
+  using Key = std::conditional_t<kInteger, Bits, uint32_t>;
+  static constexpr bool kTiesIdentical = kInteger;
+  Bits flip;
+  JMP_HD explicit HeldKey(Bits direction) : flip(direction) {}
+  JMP_HD Key hold(Bits raw) const {
+    const Bits ord = directed_key<Traits>(raw, flip);
+    if constexpr (kInteger) {
+      return ord;
+    } else {
+      return (uint32_t{ord} << 16) | raw;
+    }
+  }
+  JMP_HD Bits release(Key k) const {
+    if constexpr (Traits::kind == KeyKind::kUnsigned) {
+      return static_cast<Bits>(k ^ flip);
+    } else if constexpr (kInteger) {
+      return static_cast<Bits>(k ^ flip ^ Traits::kSign);
+    } else {
+      return static_cast<Bits>(k & 0xFFFFu);
+    }
+  }
+  JMP_HD Key key(Key k) const { return k; }
+  JMP_HD bool before(Key x, Key y) const {
+    if constexpr (kInteger) {
+      return x < y;
+    } else {
+      return (x >> 16) < (y >> 16);
+    }
+  }
+};
+
+#if defined(__CUDA_ARCH__)
+template <typename Traits>
+struct HeldKey<Traits, true> : KeyCompare<Traits> {
+  using Base = KeyCompare<Traits>;
+  using Bits = typename Traits::Bits;
+  using Key = typename Base::Key;
+  static constexpr bool kTiesIdentical = false;  // -0.0 == +0.0, NaNs equal
+  JMP_HD explicit HeldKey(Bits direction) : Base(direction) {}
+  JMP_HD Key hold(Bits raw) const { return Base::key(raw); }
+  JMP_HD Bits release(Key k) const {
+    if constexpr (sizeof(Bits) == 4) {
+      return __float_as_uint(k) ^ this->sign;
+    } else {
+      return static_cast<Bits>(__double_as_longlong(k)) ^ this->sign;
+    }
+  }
+  JMP_HD Key key(Key k) const { return k; }
 };
 #endif
 
