@@ -95,13 +95,18 @@ constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, i
 // in-register network of `items` keys per thread, then merge rounds of run pairs inside the
 // tile); passes of run-pair merges (MergeLayout kRunPairs, merge tiles) follow, doubling the run
 // width from the tile until it covers the row. `items` is odd (bank conflicts on the GPU).
+// Keys of up to 4 bytes alone: 256 x 17, chosen with tests/gpu/sort_sweep.cu on an H100
+// (benchmarks/h100_sort_sweep.txt, block sort of 2^26 int32 keys): against 256 x 15, rows of 64
+// 345 vs 431 us, rows of 512 496 vs 547 us, rows of 2048 653 vs 897 us, the tiles of a long row
+// 672 vs 674 us; and its 4352-key tile holds a row of 4096 whole (no merge pass). 256 x 19 was
+// 4% faster on rows of 512 and slower on the others. The other shapes keep the first design's.
 struct SortShape {
   int threads, items;
 };
 
 constexpr SortShape sort_shape(int key_bytes, int payload_bytes) {
   const int bytes = key_bytes + payload_bytes;
-  return {256, bytes <= 4 ? 15 : (bytes <= 8 ? 11 : (bytes <= 12 ? 9 : 7))};
+  return {256, bytes <= 4 ? 17 : (bytes <= 8 ? 11 : (bytes <= 12 ? 9 : 7))};
 }
 
 constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
