@@ -68,8 +68,10 @@ def merge(
     a_valid = row_lengths(a_length, m, batch, "a_length", op)
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
+    full_rows = a_length is None and b_length is None
     keys, extra = _merge_last_axis(
-        jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid, b_valid, (), descending, payload
+        jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid, b_valid, (), descending, payload,
+        full_rows,
     )
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(extra, -1, ax)) if return_indices else keys
@@ -83,8 +85,10 @@ def _merge_last_axis(
     values: tuple[jax.Array, ...],
     descending: bool,
     payload: Payload,
+    full_rows: bool,
 ) -> tuple[jax.Array, jax.Array | None]:
-    """merge_p on arrays whose merged axis is last; trivial cases never reach a kernel."""
+    """merge_p on arrays whose merged axis is last; trivial cases never reach a kernel.
+    full_rows: a_valid and b_valid are the full lengths (no a_length / b_length given)."""
     m, n = a.shape[-1], b.shape[-1]
     if m == 0 or n == 0 or a.size + b.size == 0:
         keys = jnp.concatenate([a, b], axis=-1)
@@ -95,7 +99,8 @@ def _merge_last_axis(
             return keys, jnp.concatenate(values, axis=-1)
         return keys, None
     outs = merge_p.bind(
-        a, b, a_valid, b_valid, *values, descending=descending, payload=int(payload), runs=False
+        a, b, a_valid, b_valid, *values, descending=descending, payload=int(payload), runs=False,
+        full_rows=full_rows,
     )
     return outs[0], (outs[1] if len(outs) > 1 else None)
 
@@ -159,9 +164,11 @@ def merge_by_key(
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
     if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
-        keys, moved = _merge_last_axis(ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE)
+        keys, moved = _merge_last_axis(
+            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, True
+        )
         return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
-    keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX)
+    keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, True)
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
         gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
@@ -204,7 +211,8 @@ def merge_runs(
     else:
         payload = Payload.INDEX if return_indices else Payload.NONE
         outs = merge_p.bind(
-            xl, xl, splits, splits, descending=descending, payload=int(payload), runs=True
+            xl, xl, splits, splits, descending=descending, payload=int(payload), runs=True,
+            full_rows=False,
         )
         keys, idx = outs[0], (outs[1] if return_indices else None)
     keys = jnp.moveaxis(keys, -1, ax)

@@ -5,10 +5,13 @@ Contract: operands are already validated and moved so the merged axis is LAST; e
 dimension is a batch row. Batching rules only move the vmapped dimension to the front (leading
 dimensions are rows to the kernel), so any vmap, nested or not, is ONE kernel call.
 
-merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs) -> [out, payload_out?]
+merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows)
+    -> [out, payload_out?]
   a (*B, m), b (*B, n), a_valid / b_valid int32 (*B); payload NONE / INDEX / VALUE (values:
   va (*B, m), vb (*B, n)). runs=True: a == b == x (*B, d), a_valid == b_valid == split; the
-  kernel reads only a. out is (*B, m + n) (runs: (*B, d)).
+  kernel reads only a. out is (*B, m + n) (runs: (*B, d)). full_rows=True (not runs): a_valid
+  and b_valid are known at trace time to be m and n, so the kernels ignore them and may take
+  their full-row paths (the CUDA rows kernel).
 co_rank_p(k, a, b, descending) -> i: k int32 (*B, q), a (*B, m), b (*B, n); i int32 (*B, q).
 is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
 sort_p(keys, *values, descending, payload) -> [keys, payload_out?]: keys (*B, d); payload NONE,
@@ -54,8 +57,8 @@ def _merge_out_length(a_shape: Sequence[int], b_shape: Sequence[int], runs: bool
     return a_shape[-1] if runs else a_shape[-1] + b_shape[-1]
 
 
-def _merge_abstract_eval(a, b, a_valid, b_valid, *values, descending, payload, runs):
-    del a_valid, b_valid, descending
+def _merge_abstract_eval(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows):
+    del a_valid, b_valid, descending, full_rows
     shape = (*a.shape[:-1], _merge_out_length(a.shape, b.shape, runs))
     outs = [ShapedArray(shape, a.dtype)]
     if payload == Payload.INDEX:
@@ -85,10 +88,10 @@ def _eager_impl(primitive: Primitive):
 merge_p.def_impl(_eager_impl(merge_p))
 
 
-def _merge_cpu_lowering(ctx, *args, descending, payload, runs):
+def _merge_cpu_lowering(ctx, *args, descending, payload, runs, full_rows):
     return ffi_call(
         ctx, "jmp_merge", *args, num_batch_dims=batch_dims_of(ctx.avals_in[0]),
-        descending=descending, payload=np.int64(payload), runs=runs,
+        descending=descending, payload=np.int64(payload), runs=runs, full_rows=full_rows,
     )
 
 
@@ -113,7 +116,7 @@ def _merge_splits(
     return ShapedArray((*batch, per_row), np.int32)
 
 
-def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
+def _merge_cuda_lowering(ctx, *args, descending, payload, runs, full_rows):
     _ffi.require_cuda_target("jmp_merge", "merge_runs" if runs else "merge")
     a_aval, b_aval = ctx.avals_in[0], ctx.avals_in[1]
     m = a_aval.shape[-1]
@@ -124,7 +127,7 @@ def _merge_cuda_lowering(ctx, *args, descending, payload, runs):
     )
     return ffi_call(
         ctx, "jmp_merge", *args, workspace=(splits,), num_batch_dims=batch_dims_of(a_aval),
-        descending=descending, payload=np.int64(payload), runs=runs,
+        descending=descending, payload=np.int64(payload), runs=runs, full_rows=full_rows,
     )
 
 
@@ -167,10 +170,11 @@ def _gather_tangent(tangents, primals, idx, runs: bool):
     return jnp.take_along_axis(src, idx, axis=-1)
 
 
-def _merge_jvp(primals, tangents, *, descending, payload, runs):
+def _merge_jvp(primals, tangents, *, descending, payload, runs, full_rows):
     a, b, a_valid, b_valid, *values = primals
     keys, idx = merge_p.bind(
-        a, b, a_valid, b_valid, descending=descending, payload=int(Payload.INDEX), runs=runs
+        a, b, a_valid, b_valid, descending=descending, payload=int(Payload.INDEX), runs=runs,
+        full_rows=full_rows,
     )
     key_tangents = tangents[:1] if runs else tangents[:2]
     primal_out = [keys]

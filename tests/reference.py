@@ -54,6 +54,17 @@ def to_bits(x: Any) -> np.ndarray:
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
+def canonical_nans(x: Any) -> np.ndarray:
+    """x with every NaN replaced by the dtype's canonical NaN (floats only): for comparisons with
+    values XLA computed, where a GPU's arithmetic or XLA:GPU's sort may rewrite NaN bits (seen on
+    H100 / H200, jax 0.11.2: 0x7fffffff for float32 x * 2 + 1, 0x7fff for a bfloat16 multi-key
+    lax.sort)."""
+    x = np.asarray(x)
+    if not is_float(x.dtype):
+        return x
+    return np.where(np.isnan(x.astype(np.float64)), np.array(np.nan, x.dtype), x).astype(x.dtype)
+
+
 def assert_bits_equal(got: Any, want: Any, what: str = "") -> None:
     """Same dtype, same shape, same bits everywhere (so -0.0 != +0.0, NaN payloads matter)."""
     got_np, want_np = np.asarray(got), np.asarray(want)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import KEY_DTYPES, assert_bits_equal, dtype_id, is_float, random_keys
+from reference import KEY_DTYPES, assert_bits_equal, canonical_nans, dtype_id, random_keys
 from sort_checks import (
     assert_leaf_bits_equal,
     check_lax_sort,
@@ -25,29 +25,20 @@ from sort_checks import (
 import jax_mergepath as jmp
 
 
-def _nan_bits_canonical(x):
-    """x with every NaN replaced by the dtype's canonical NaN (floats only)."""
-    x = np.asarray(x)
-    if not is_float(x.dtype):
-        return x
-    return np.where(np.isnan(x.astype(np.float64)), np.array(np.nan, x.dtype), x).astype(x.dtype)
-
-
 def _assert_same_as_lax(operands, **kw) -> None:
     """jmp.lax_sort and jax.lax.sort agree bit-exactly (both gather their operands), except for
-    NaN payloads: XLA:GPU's multi-key sort of bfloat16 returns its NaNs as 0x7fff (seen on an
-    H100, jax 0.11.2), bits that are not in the input; the bits of our NaNs are checked against
-    the numpy reference (check_lax_sort)."""
+    NaN payloads, which XLA:GPU's multi-key bfloat16 sort rewrites (reference.canonical_nans);
+    the bits of our NaNs are checked against the numpy reference (check_lax_sort)."""
     got = jmp.lax_sort(operands, **kw)
     want = jax.lax.sort(operands, **kw)
     if isinstance(operands, (list, tuple)):
         assert isinstance(got, tuple) and len(got) == len(want), type(got)
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            assert_leaf_bits_equal(_nan_bits_canonical(g), _nan_bits_canonical(w),
+            assert_leaf_bits_equal(canonical_nans(g), canonical_nans(w),
                                    f"lax_sort vs jax.lax.sort operand {i} {kw}")
     else:
         assert isinstance(got, jax.Array), type(got)
-        assert_bits_equal(_nan_bits_canonical(got), _nan_bits_canonical(want),
+        assert_bits_equal(canonical_nans(got), canonical_nans(want),
                           f"lax_sort vs jax.lax.sort {kw}")
 
 

@@ -86,7 +86,8 @@ auto bind_merge(Binding binding) {
       .RemainingRets()                 // payload output, then (CUDA) the workspace
       .template Attr<bool>("descending")
       .template Attr<int64_t>("payload")
-      .template Attr<bool>("runs");
+      .template Attr<bool>("runs")
+      .template Attr<bool>("full_rows");
 }
 
 template <typename Binding>
@@ -110,12 +111,14 @@ auto bind_is_sorted(Binding binding) {
 // Decodes a merge call. Operands: a, b, a_valid (int32 rows), b_valid (int32 rows), then the
 // values (payload 2: two arrays). Results: out, then the payload output (payload 1 or 2).
 // runs=true: a holds rows of [A | B], a_valid holds the split; b / b_valid are ignored.
+// full_rows=true (not runs): the lengths are every row's full m and n, known when the call was
+// traced, so the layout has none (the kernels' full-row paths; the buffers are still checked).
 inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
                                             ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
                                             const ffi::RemainingArgs& values,
                                             ffi::Result<ffi::AnyBuffer> out,
                                             const ffi::RemainingRets& extra, bool descending,
-                                            int64_t payload, bool runs) {
+                                            int64_t payload, bool runs, bool full_rows) {
   MergeCall call{};
   const std::string op = runs ? "merge_runs" : "merge";
   call.key_type = key_type_of(a.element_type());
@@ -151,6 +154,7 @@ inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
     call.layout.m = as->length;
     call.layout.n = bs->length;
     call.layout.b_valid = b_valid.typed_data<int32_t>();
+    if (full_rows) call.layout.a_valid = call.layout.b_valid = nullptr;
     if (bs->rows != as->rows) return ffi::Unexpected(invalid(op, "a and b batch rows differ"));
     if (static_cast<int64_t>(b_valid.element_count()) != as->rows) {
       return ffi::Unexpected(invalid(op, "b_length must have one entry per row"));

@@ -12,8 +12,9 @@ namespace {
 ffi::Error MergeCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer a_valid,
                         ffi::AnyBuffer b_valid, ffi::RemainingArgs values,
                         ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
-                        bool descending, int64_t payload, bool runs) {
-  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs);
+                        bool descending, int64_t payload, bool runs, bool full_rows) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs,
+                           full_rows);
   if (!call.has_value()) return call.error();
   merge_cpu(*call);
   return ffi::Error::Success();

@@ -21,8 +21,10 @@ ffi::Error cuda_error(const char* op, cudaError_t err) {
 ffi::Error MergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
                          ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
                          ffi::RemainingArgs values, ffi::Result<ffi::AnyBuffer> out,
-                         ffi::RemainingRets extra, bool descending, int64_t payload, bool runs) {
-  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs);
+                         ffi::RemainingRets extra, bool descending, int64_t payload, bool runs,
+                         bool full_rows) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs,
+                           full_rows);
   if (!call.has_value()) return call.error();
   // The workspace is the last result, after the payload output (if any).
   auto ws = extra.get<ffi::AnyBuffer>(extra.size() - 1);

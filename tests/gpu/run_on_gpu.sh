@@ -23,7 +23,7 @@ if [ -z "${JMP_SKIP_TESTS:-}" ]; then
   if [ -n "${JMP_TEST_WORKERS:-}" ]; then
     workers=(-n "$JMP_TEST_WORKERS"); export XLA_PYTHON_CLIENT_PREALLOCATE=false
   fi
-  python3 -m pytest -q -x -p no:cacheprovider ${workers[@]+"${workers[@]}"} ${JMP_TEST_ARGS:-.} 2>&1 \
+  python3 -m pytest -q --maxfail=20 -p no:cacheprovider ${workers[@]+"${workers[@]}"} ${JMP_TEST_ARGS:-.} 2>&1 \
     | tee "$out/pytest.log" | tail -25 || status=1
 fi
 echo "== compute-sanitizer"

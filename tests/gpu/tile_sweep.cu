@@ -1,5 +1,7 @@
 // tile_sweep.cu: times the CUDA merge (launch_merge: partition + tiled merge, the production kernels) for
-// several tile policies on one GPU, to choose tuning.h's MergePolicy. Every variant's output is
+// several tile policies on one GPU, to choose tuning.h's MergePolicy: one merge of 2^27 outputs
+// (int32, int32 + int32, float32, int64, int64 + int32, int64 + int64) and batches of rows of 32+32, 512+512 and
+// 2048+2048 int32 (the rows kernel, whose items a thread come from the same policy). Every variant's output is
 // checked against std::merge before it is timed. Prints device time (CUDA events around each
 // call, median of warm repeats), GB/s (inputs read once + outputs written once) and % of a
 // cudaMemcpyDeviceToDevice of the same bytes measured in the same run.
@@ -37,8 +39,8 @@ struct Sweep {
 };
 
 struct Inputs {
-  int64_t m = 0, n = 0;
-  int key_bytes = 4;
+  int64_t rows = 1, m = 0, n = 0;  // rows merges of m + n
+  int key_bytes = 4, value_bytes = 4;
   void *a = nullptr, *b = nullptr, *va = nullptr, *vb = nullptr;
   void *out = nullptr, *out_vals = nullptr, *copy_dst = nullptr;
   int32_t* workspace = nullptr;
@@ -72,10 +74,13 @@ float time_ms(F&& f, int repeats) {
   return median(times);
 }
 
-// Sorted keys with random gaps (A and B interleave evenly), values = position in [A | B].
-template <typename Bits>
-Inputs make_inputs(int64_t m, int64_t n, bool is_float, uint64_t seed) {
+// `rows` rows of sorted keys with random gaps (A and B interleave evenly), values = position in
+// [A | B] of all rows, stored as Value (4 or 8 bytes).
+template <typename Bits, typename Value = uint32_t>
+Inputs make_inputs(int64_t rows, int64_t m, int64_t n, bool is_float, uint64_t seed) {
   Inputs in;
+  in.value_bytes = sizeof(Value);
+  in.rows = rows;
   in.m = m;
   in.n = n;
   in.key_bytes = sizeof(Bits);
@@ -96,7 +101,12 @@ Inputs make_inputs(int64_t m, int64_t n, bool is_float, uint64_t seed) {
     }
     return v;
   };
-  const std::vector<Bits> a = sorted(m), b = sorted(n);
+  std::vector<Bits> a, b;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<Bits> ra = sorted(m), rb = sorted(n);
+    a.insert(a.end(), ra.begin(), ra.end());
+    b.insert(b.end(), rb.begin(), rb.end());
+  }
   auto as_number = [&](Bits bits) -> double {
     if (is_float) {
       float f;
@@ -106,30 +116,39 @@ Inputs make_inputs(int64_t m, int64_t n, bool is_float, uint64_t seed) {
     }
     return static_cast<double>(static_cast<std::make_signed_t<Bits>>(bits));
   };
-  in.expect_keys.resize(m + n);
-  in.expect_vals.resize(m + n);
-  int64_t i = 0, j = 0;
-  for (int64_t k = 0; k < m + n; ++k) {
-    const bool from_b = j < n && (i >= m || as_number(b[j]) < as_number(a[i]));
-    in.expect_keys[k] = from_b ? b[j] : a[i];
-    in.expect_vals[k] = static_cast<uint32_t>(from_b ? m + j++ : i++);
+  in.expect_keys.resize(rows * (m + n));
+  in.expect_vals.resize(rows * (m + n));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t i = 0, j = 0;
+    const Bits* ra = a.data() + r * m;
+    const Bits* rb = b.data() + r * n;
+    for (int64_t k = 0; k < m + n; ++k) {
+      const bool from_b = j < n && (i >= m || as_number(rb[j]) < as_number(ra[i]));
+      in.expect_keys[r * (m + n) + k] = from_b ? rb[j] : ra[i];
+      in.expect_vals[r * (m + n) + k] = static_cast<uint32_t>(r * (m + n) + (from_b ? m + j++ : i++));
+    }
   }
-  std::vector<uint32_t> va(m), vb(n);
-  for (int64_t q = 0; q < m; ++q) va[q] = static_cast<uint32_t>(q);
-  for (int64_t q = 0; q < n; ++q) vb[q] = static_cast<uint32_t>(m + q);
+  std::vector<Value> va(rows * m), vb(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t q = 0; q < m; ++q) va[r * m + q] = static_cast<Value>(r * (m + n) + q);
+    for (int64_t q = 0; q < n; ++q) vb[r * n + q] = static_cast<Value>(r * (m + n) + m + q);
+  }
+  m *= rows;  // element counts of all rows from here on
+  n *= rows;
   const size_t kb = sizeof(Bits);
   CHECK_CUDA(cudaMalloc(&in.a, m * kb));
   CHECK_CUDA(cudaMalloc(&in.b, n * kb));
-  CHECK_CUDA(cudaMalloc(&in.va, m * 4));
-  CHECK_CUDA(cudaMalloc(&in.vb, n * 4));
+  const size_t vb_bytes = sizeof(Value);
+  CHECK_CUDA(cudaMalloc(&in.va, m * vb_bytes));
+  CHECK_CUDA(cudaMalloc(&in.vb, n * vb_bytes));
   CHECK_CUDA(cudaMalloc(&in.out, (m + n) * kb));
-  CHECK_CUDA(cudaMalloc(&in.out_vals, (m + n) * 4));
+  CHECK_CUDA(cudaMalloc(&in.out_vals, (m + n) * vb_bytes));
   CHECK_CUDA(cudaMalloc(&in.copy_dst, (m + n) * kb));
   CHECK_CUDA(cudaMalloc(&in.workspace, ((m + n) / 128 + 2) * 4));
   CHECK_CUDA(cudaMemcpy(in.a, a.data(), m * kb, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(in.b, b.data(), n * kb, cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(in.va, va.data(), m * 4, cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(in.vb, vb.data(), n * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(in.va, va.data(), m * vb_bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(in.vb, vb.data(), n * vb_bytes, cudaMemcpyHostToDevice));
   return in;
 }
 
@@ -142,17 +161,19 @@ void free_inputs(Inputs& in) {
 
 int g_variant = 0;
 
-template <typename Traits, jmp::PayloadKind kPayload, typename Policy>
+template <typename Traits, jmp::PayloadKind kPayload, typename Policy, typename Value = uint32_t>
 void run_variant(const char* label, Inputs& in, int repeats, int only, float copy_ms) {
   using Bits = typename Traits::Bits;
+  constexpr int kValueBytes = kPayload == jmp::PayloadKind::kValue ? int(sizeof(Value)) : 0;
+  if (kValueBytes != 0 && kValueBytes != in.value_bytes) std::exit(2);  // inputs of another width
   const int variant = g_variant++;
   if (only >= 0 && variant != only) return;
   jmp::MergeCall call{};
   call.key_type = jmp::KeyType::kS32;
   call.descending = false;
   call.payload = kPayload;
-  call.value_bytes = 4;
-  call.layout = jmp::MergeLayout{jmp::RowMode::kSeparate, 1, in.m, in.n, nullptr, nullptr};
+  call.value_bytes = sizeof(Value);
+  call.layout = jmp::rows_layout(in.rows, in.m, in.n);
   call.a = in.a;
   call.b = in.b;
   call.out = in.out;
@@ -160,17 +181,18 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   call.b_values = in.vb;
   call.out_payload = in.out_vals;
   auto go = [&] {
-    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, uint32_t, Policy>(call, in.workspace, nullptr)));
+    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value, Policy>(call, in.workspace, nullptr)));
   };
-  const int64_t total = in.m + in.n;
+  const int64_t total = in.rows * (in.m + in.n);
   CHECK_CUDA(cudaMemset(in.out, 0, total * sizeof(Bits)));
-  CHECK_CUDA(cudaMemset(in.out_vals, 0, total * 4));
+  CHECK_CUDA(cudaMemset(in.out_vals, 0, total * sizeof(Value)));
   go();
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<Bits> got(total);
-  std::vector<uint32_t> got_vals(total);
+  std::vector<Value> got_vals(total);
   CHECK_CUDA(cudaMemcpy(got.data(), in.out, total * sizeof(Bits), cudaMemcpyDeviceToHost));
-  CHECK_CUDA(cudaMemcpy(got_vals.data(), in.out_vals, total * 4, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got_vals.data(), in.out_vals, total * sizeof(Value),
+                        cudaMemcpyDeviceToHost));
   int64_t bad = 0;
   for (int64_t k = 0; k < total; ++k) {
     bad += static_cast<uint64_t>(got[k]) != in.expect_keys[k];
@@ -181,12 +203,15 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
     return;
   }
   const float ms = time_ms(go, repeats);
-  const float partition_ms = time_ms(
-      [&] { CHECK_CUDA(jmp::launch_partition<Traits>(call, jmp::tile_map(call.layout, Policy::kTile),
-                                                   in.workspace, nullptr)); },
-      repeats);
+  const bool tiled = !jmp::merge_is_packed(Policy::kTile, call.layout, kPayload);
+  const float partition_ms =
+      tiled ? time_ms([&] { CHECK_CUDA(jmp::launch_partition<Traits>(
+                                call, jmp::tile_map(call.layout, Policy::kTile), in.workspace,
+                                nullptr)); },
+                      repeats)
+            : 0.0f;
   const double bytes =
-      2.0 * total * (sizeof(Bits) + (kPayload == jmp::PayloadKind::kValue ? 4 : 0));
+      2.0 * total * (sizeof(Bits) + kValueBytes);
   const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
   const double rate = bytes / (ms * 1e-3);
   std::printf(
@@ -200,7 +225,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
 
 template <typename Bits>
 float copy_time(Inputs& in, int repeats) {
-  const size_t bytes = (in.m + in.n) * sizeof(Bits);
+  const size_t bytes = in.rows * (in.m + in.n) * sizeof(Bits);
   return time_ms([&] { CHECK_CUDA(cudaMemcpyAsync(in.copy_dst, in.out, bytes,
                                                   cudaMemcpyDeviceToDevice)); },
                  repeats);
@@ -220,7 +245,7 @@ int main(int argc, char** argv) {
   using S64 = jmp::S64Key;
   using jmp::PayloadKind;
   {
-    Inputs in = make_inputs<uint32_t>(half, half, false, 1);
+    Inputs in = make_inputs<uint32_t>(1, half, half, false, 1);
     const float copy_ms = copy_time<uint32_t>(in, repeats);
     std::printf("copy of %lld bytes: %.1f us = %.1f GB/s (read + write)\n",
                 static_cast<long long>(2 * half * 4), copy_ms * 1e3,
@@ -236,18 +261,52 @@ int main(int argc, char** argv) {
     free_inputs(in);
   }
   {
-    Inputs in = make_inputs<uint32_t>(half, half, true, 2);
+    Inputs in = make_inputs<uint32_t>(1, half, half, true, 2);
     const float copy_ms = copy_time<uint32_t>(in, repeats);
     RUN(F32, kNone, 256, 19, 8, "float32 keys");
     RUN(F32, kNone, 256, 15, 8, "float32 keys");
     free_inputs(in);
   }
   {
-    Inputs in = make_inputs<uint64_t>(half, half, false, 3);
+    Inputs in = make_inputs<uint64_t>(1, half, half, false, 3);
     const float copy_ms = copy_time<uint64_t>(in, repeats);
     RUN(S64, kNone, 256, 11, 6, "int64 keys");
     RUN(S64, kNone, 256, 13, 6, "int64 keys");
     RUN(S64, kNone, 256, 9, 8, "int64 keys");
+    // 8 + 4 bytes: the first design's 256 x 7, uncapped, against capped and wider shapes
+    RUN(S64, kValue, 256, 7, 1, "int64 keys + int32 values");
+    RUN(S64, kValue, 256, 9, 1, "int64 keys + int32 values");
+    RUN(S64, kValue, 256, 9, 4, "int64 keys + int32 values");
+    RUN(S64, kValue, 256, 11, 4, "int64 keys + int32 values");
+    free_inputs(in);
+  }
+  {
+    Inputs in = make_inputs<uint64_t, uint64_t>(1, half, half, false, 5);
+    const float copy_ms = copy_time<uint64_t>(in, repeats);
+#define RUN64(TH, IT, MB)                                                                \
+  run_variant<S64, PayloadKind::kValue, Sweep<TH, IT, MB>, uint64_t>(                    \
+      "int64 keys + int64 values", in, repeats, only, copy_ms)
+    // 8 + 8 bytes: the first design's 256 x 5, uncapped, against wider and capped shapes
+    RUN64(256, 5, 1);
+    RUN64(256, 7, 1);
+    RUN64(256, 7, 4);
+    RUN64(256, 9, 1);
+    RUN64(256, 9, 4);
+    free_inputs(in);
+  }
+  // Batches of rows (2^(log2_total - 1) outputs): the rows kernel with the policy's items.
+  for (const int64_t side : {int64_t{32}, int64_t{512}, int64_t{2048}}) {
+    const int64_t rows = (half / 2) / side;
+    Inputs in = make_inputs<uint32_t>(rows, side, side, false, 4 + side);
+    const float copy_ms = copy_time<uint32_t>(in, repeats);
+    char label[64];
+    std::snprintf(label, sizeof(label), "int32 rows of %lld+%lld", static_cast<long long>(side),
+                  static_cast<long long>(side));
+    RUN(S32, kNone, 256, 19, 8, label);
+    RUN(S32, kNone, 256, 17, 8, label);
+    RUN(S32, kNone, 256, 15, 8, label);
+    RUN(S32, kNone, 256, 21, 8, label);
+    RUN(S32, kNone, 512, 17, 4, label);
     free_inputs(in);
   }
   return 0;
