@@ -18,6 +18,19 @@
 
 namespace jax_mergepath {
 
+// Enqueues the rows kernel on full rows with `RowsPolicy`'s items a thread.
+template <typename Traits, PayloadKind kPayload, typename Value, typename RowsPolicy>
+cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaStream_t stream) {
+  const MergeLayout& layout = call.layout;
+  const RowsShape rows =
+      merge_rows_shape(RowsPolicy::kThreads, RowsPolicy::kItems, layout.row_length());
+  const int64_t blocks = ceil_div(layout.rows, rows.rows_per_block);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  merge_rows_kernel<Traits, kPayload, Value, RowsPolicy>
+      <<<static_cast<unsigned>(blocks), RowsPolicy::kThreads, 0, stream>>>(call, flip, rows);
+  return cudaGetLastError();
+}
+
 // Enqueues one merge batch with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = MergePolicyFor<Traits, kPayload, Value>>
@@ -28,16 +41,17 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const auto flip = direction_mask<Traits>(call.descending);
   if constexpr (!is_ranks(kPayload)) {
     if (merge_is_packed(kTile, layout, kPayload)) {
-      const RowsShape rows = merge_rows_shape(Policy::kThreads, Policy::kItems,
-                                              layout.row_length());
       const bool full = layout.mode == RowMode::kRuns ||
                         (layout.a_valid == nullptr && layout.b_valid == nullptr);
-      if (full && rows.rows_per_block > 0) {
-        const int64_t blocks = ceil_div(layout.rows, rows.rows_per_block);
-        if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-        merge_rows_kernel<Traits, kPayload, Value, Policy>
-            <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(call, flip, rows);
-        return cudaGetLastError();
+      if (full) {
+        const int64_t d = layout.row_length();
+        if (merge_rows_items(Policy::kThreads, Policy::kItems, d) != Policy::kItems) {
+          return launch_rows<Traits, kPayload, Value, NarrowRowsPolicy<Policy>>(call, flip,
+                                                                                 stream);
+        }
+        if (merge_rows_shape(Policy::kThreads, Policy::kItems, d).rows_per_block > 0) {
+          return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
+        }
       }
       const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());
       const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;

@@ -101,13 +101,14 @@ NB_MODULE(_cpu, m) {
       [](int key_bytes, int payload_bytes, int64_t row_length) {
         const jax_mergepath::MergeShape shape =
             jax_mergepath::merge_shape(key_bytes, payload_bytes);
+        const int items =
+            jax_mergepath::merge_rows_items(shape.threads, shape.items, row_length);
         const jax_mergepath::RowsShape rows =
-            jax_mergepath::merge_rows_shape(shape.threads, shape.items, row_length);
-        return nb::make_tuple(shape.threads, shape.items, rows.rows_per_block,
-                              rows.threads_per_row);
+            jax_mergepath::merge_rows_shape(shape.threads, items, row_length);
+        return nb::make_tuple(shape.threads, items, rows.rows_per_block, rows.threads_per_row);
       },
       "(threads, items, rows_per_block, threads_per_row) of the CUDA rows kernel for full rows "
-      "of row_length outputs (rows_per_block 0: the rows do not fit it)");
+      "of row_length outputs (items: merge_rows_items; rows_per_block 0: the rows do not fit)");
   m.def(
       "sort_partition_elements",
       [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {

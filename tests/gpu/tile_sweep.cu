@@ -1,7 +1,8 @@
 // tile_sweep.cu: times the CUDA merge (launch_merge: partition + tiled merge, the production kernels) for
 // several tile policies on one GPU, to choose tuning.h's MergePolicy: one merge of 2^27 outputs
 // (int32, int32 + int32, float32, int64, int64 + int32, int64 + int64) and batches of rows of 32+32, 512+512 and
-// 2048+2048 int32 (the rows kernel, whose items a thread come from the same policy). Every variant's output is
+// 2048+2048 int32 (the rows kernel: the policy's items or two fewer, tuning.h merge_rows_items;
+// the items printed are those it ran). Every variant's output is
 // checked against std::merge before it is timed. Prints device time (CUDA events around each
 // call, median of warm repeats), GB/s (inputs read once + outputs written once) and % of a
 // cudaMemcpyDeviceToDevice of the same bytes measured in the same run.
@@ -214,10 +215,14 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
       2.0 * total * (sizeof(Bits) + kValueBytes);
   const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
   const double rate = bytes / (ms * 1e-3);
+  // rows kernel: the items merge_rows_items picks from the policy's (tuning.h)
+  const int items = tiled ? Policy::kItems
+                          : jmp::merge_rows_items(Policy::kThreads, Policy::kItems,
+                                                  call.layout.row_length());
   std::printf(
       "%2d %-26s T=%3d I=%2d B=%2d tile=%5lld %7.1f us (partition %5.1f) %7.1f GB/s %5.1f%% of "
       "copy  %s\n",
-      variant, label, Policy::kThreads, Policy::kItems, Policy::kMinBlocks,
+      variant, label, Policy::kThreads, items, Policy::kMinBlocks,
       static_cast<long long>(Policy::kTile), ms * 1e3, partition_ms * 1e3, rate * 1e-9,
       100.0 * rate / copy_rate, bad ? "WRONG" : "ok");
   std::fflush(stdout);
