@@ -88,5 +88,6 @@ def test_handler_rejects_inconsistent_operands_with_a_named_error():
                 descending=False,
                 payload=int(Payload.VALUE),
                 runs=False,
+                full_rows=False,
             )
         )
