@@ -20,18 +20,9 @@
 #include <vector>
 
 #include "../../ffi/cuda/block_sort.cuh"
+#include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
-
-#define CHECK_CUDA(expr)                                                              \
-  do {                                                                                \
-    cudaError_t err_ = (expr);                                                        \
-    if (err_ != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr,              \
-                   cudaGetErrorString(err_));                                         \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 template <int kThreadsT, int kItemsT>
 struct Shape {
@@ -39,28 +30,6 @@ struct Shape {
   static constexpr int kItems = kItemsT;
   static constexpr int64_t kTile = int64_t{kThreadsT} * kItemsT;
 };
-
-template <typename F>
-float time_ms(F&& f, int repeats) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  for (int w = 0; w < 2; ++w) f();
-  std::vector<float> times;
-  for (int r = 0; r < repeats; ++r) {
-    CHECK_CUDA(cudaEventRecord(start));
-    f();
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Buffers {
   int64_t total = 0;

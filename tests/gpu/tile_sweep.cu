@@ -18,18 +18,9 @@
 #include <vector>
 
 #include "../../ffi/cuda/merge_dispatch.cuh"
+#include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
-
-#define CHECK_CUDA(expr)                                                              \
-  do {                                                                                \
-    cudaError_t err_ = (expr);                                                        \
-    if (err_ != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr,              \
-                   cudaGetErrorString(err_));                                         \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 template <int kThreadsT, int kItemsT, int kMinBlocksT>
 struct Sweep {
@@ -48,32 +39,6 @@ struct Inputs {
   std::vector<uint64_t> expect_keys;  // raw bits, widened
   std::vector<uint32_t> expect_vals;  // source position in [A | B]
 };
-
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <typename F>
-float time_ms(F&& f, int repeats) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  for (int w = 0; w < 3; ++w) f();
-  std::vector<float> times;
-  for (int r = 0; r < repeats; ++r) {
-    CHECK_CUDA(cudaEventRecord(start));
-    f();
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  return median(times);
-}
 
 // `rows` rows of sorted keys with random gaps (A and B interleave evenly), values = position in
 // [A | B] of all rows, stored as Value (4 or 8 bytes).
