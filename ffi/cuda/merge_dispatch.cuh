@@ -8,7 +8,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_args.h"
@@ -31,6 +33,23 @@ cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaS
   return cudaGetLastError();
 }
 
+// The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts: merge_rows_items).
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy, size_t kI = 0>
+cudaError_t launch_rows_cut(const MergeCall& call, typename Traits::Bits flip, int cut,
+                            cudaStream_t stream) {
+  if constexpr (kI < std::size(kRowsItemsCuts)) {
+    constexpr int kCut = kRowsItemsCuts[kI];
+    if constexpr (Policy::kItems - kCut >= kMinRowsItems) {
+      if (cut == kCut) {
+        return launch_rows<Traits, kPayload, Value, RowsPolicy<Policy, kCut>>(call, flip, stream);
+      }
+    }
+    return launch_rows_cut<Traits, kPayload, Value, Policy, kI + 1>(call, flip, cut, stream);
+  } else {
+    return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
+  }
+}
+
 // Enqueues one merge batch with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = MergePolicyFor<Traits, kPayload, Value>>
@@ -45,12 +64,11 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
                         (layout.a_valid == nullptr && layout.b_valid == nullptr);
       if (full) {
         const int64_t d = layout.row_length();
-        if (merge_rows_items(Policy::kThreads, Policy::kItems, d) != Policy::kItems) {
-          return launch_rows<Traits, kPayload, Value, NarrowRowsPolicy<Policy>>(call, flip,
-                                                                                 stream);
-        }
-        if (merge_rows_shape(Policy::kThreads, Policy::kItems, d).rows_per_block > 0) {
-          return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
+        const int items = merge_rows_items(Policy::kThreads, Policy::kItems, d);
+        if (items != Policy::kItems ||
+            merge_rows_shape(Policy::kThreads, Policy::kItems, d).rows_per_block > 0) {
+          return launch_rows_cut<Traits, kPayload, Value, Policy>(call, flip,
+                                                                  Policy::kItems - items, stream);
         }
       }
       const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());

@@ -77,26 +77,40 @@ constexpr RowsShape merge_rows_shape(int threads, int items, int64_t row_length)
 }
 
 // The rows kernel's items a thread for full rows of `row_length`: the tile policy's `items`, or
-// items - 2 (odd too) when its thread groups step through at least 5% fewer slots per row (the
-// merge is branch-free: a row's last thread steps through all its items, valid or not, and the
-// kernel is bound by instruction issue). tile_sweep on an H200, int32 rows of 32+32: 17 items
-// 221 us against 19 items 255 us; rows of 512+512 and 2048+2048: 19 items 2-3% ahead (chosen).
+// items - cut for a cut in kRowsItemsCuts (odd too, at least kMinRowsItems, the rows still
+// fitting) whose thread groups step through the fewest slots per row, when that is at least 5%
+// fewer than with `items` (the merge is branch-free: a row's last thread steps through all its
+// items, valid or not, and the kernel is bound by instruction issue). tile_sweep on an H200,
+// int32 rows of 32+32: 19 items 255 us, 17 items 221 us, 13 items 197 us (65 slots a row
+// against 76); rows of 512+512 and 2048+2048 keep 19 (2-3% ahead of 17).
+inline constexpr int kRowsItemsCuts[] = {2, 4, 6};
+inline constexpr int kMinRowsItems = 3;
+
 constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
-  const int narrow = items - 2;
-  if (narrow < 1 || row_length <= 0 ||
-      merge_rows_shape(threads, narrow, row_length).rows_per_block == 0) {
-    return items;
-  }
+  if (row_length <= 0) return items;
   const int64_t wide_slots = ceil_div(row_length, items) * items;
-  const int64_t narrow_slots = ceil_div(row_length, narrow) * narrow;
-  return narrow_slots * 20 <= wide_slots * 19 ? narrow : items;
+  int best = items;
+  int64_t best_slots = wide_slots;
+  for (const int cut : kRowsItemsCuts) {
+    const int fewer = items - cut;
+    if (fewer < kMinRowsItems ||
+        merge_rows_shape(threads, fewer, row_length).rows_per_block == 0) {
+      break;  // fewer items hold less of a row: the next cut fits no better
+    }
+    const int64_t slots = ceil_div(row_length, fewer) * fewer;
+    if (slots * 20 <= wide_slots * 19 && slots < best_slots) {
+      best = fewer;
+      best_slots = slots;
+    }
+  }
+  return best;
 }
 
-// The same threads and register cap as Policy, `items - 2` a thread (merge_rows_items).
-template <typename Policy>
-struct NarrowRowsPolicy {
+// The same threads and register cap as Policy, `items - kCut` a thread (merge_rows_items).
+template <typename Policy, int kCut>
+struct RowsPolicy {
   static constexpr int kThreads = Policy::kThreads;
-  static constexpr int kItems = Policy::kItems - 2;
+  static constexpr int kItems = Policy::kItems - kCut;
   static constexpr int kMinBlocks = Policy::kMinBlocks;
   static constexpr int64_t kTile = int64_t{kThreads} * kItems;
 };
