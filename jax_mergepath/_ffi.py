@@ -112,9 +112,11 @@ def merge_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize
 ) -> DimSize:
     """An upper bound of merge_workspace_elements per row merging `length` outputs: the
-    splits of a tiled row, ceil(length / tile) + 1 (a packed row needs 1 for the batch)."""
+    splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags (one
+    a partition block of at least 8 boundaries sharing one: at most B / 7 + 1 in all, so 2 B
+    a row bounds both; a packed row needs 1 for the batch)."""
     tile = int(_cpu.merge_tile(key_bytes, _payload_bytes(payload, value_bytes)))
-    return (length + tile - 1) // tile + 1
+    return 2 * ((length + tile - 1) // tile + 1)
 
 
 def sort_partition_per_row(

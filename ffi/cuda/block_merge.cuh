@@ -1,6 +1,7 @@
 // block_merge.cuh: the block level of the CUDA merges: a tile's shared-memory layout, its load
 // (keys and values) and its store (keys, then indices or values), shared by the tiled and packed
-// merge kernels, the block sort and the test sweeps. Thread-level merging is merge_path.h's.
+// merge kernels, the block sort and the test sweeps; and the check that a block's threads merged
+// a chain of spans (unsorted input breaks it). Thread-level merging is merge_path.h's.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -83,5 +84,23 @@ __device__ __forceinline__ void store_tile_outputs(
                                         count);
   }
 }
+
+// The threads of a block merge consecutive spans of outputs: each open span (merge_path.h
+// MergeEnd) must stop where the next thread's starts, or some input is emitted twice and some
+// never (unsorted input). Each thread publishes its start as its merge reports it (`started`),
+// and after a barrier that follows every publish, breaks() compares its stop with the next
+// thread's start; the block then decides with __syncthreads_or and, if broken, writes a
+// permutation instead (merge_kernels.cuh copy_concatenated).
+template <int kThreads>
+struct SpanChain {
+  int begin_of[kThreads];
+
+  __device__ __forceinline__ void publish(int a_begin) { begin_of[threadIdx.x] = a_begin; }
+
+  // An open span has a next thread in the block (its outputs follow in the same segment).
+  __device__ __forceinline__ bool breaks(const MergeEnd& end) const {
+    return end.open && end.a_end != begin_of[threadIdx.x + 1];
+  }
+};
 
 }  // namespace jax_mergepath

@@ -85,9 +85,11 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
       err != cudaSuccess) {
     return err;
   }
+  const int32_t* chain_flags =
+      merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
   merge_tiled_kernel<Traits, kPayload, Value, Policy>
       <<<static_cast<unsigned>(map.tiles()), Policy::kThreads, 0, stream>>>(call, workspace, flip,
-                                                                          map);
+                                                                          map, chain_flags);
   return cudaGetLastError();
 }
 

@@ -30,19 +30,39 @@
 
 namespace jax_mergepath {
 
-// The ranges of tile `tile_id` of the batch, from the partition pass's splits.
+// The ranges of tile `tile_id` of the batch, from the partition pass's splits (a_first: from
+// co_rank_upper's instead, min(k, m): all of A, then B, splits that chain up whatever the input,
+// for a merge whose searched splits do not).
 __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
                                                      const int32_t* splits, int64_t tile_id,
-                                                     const TileMap& map) {
+                                                     const TileMap& map, bool a_first = false) {
   // Both fit 32 bits (the launch checks tiles < 2^31): a 32-bit division is ~5x cheaper.
   const uint32_t merge32 =
       static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
   const int64_t merge = merge32, t = tile_id - int64_t{merge32} * map.tiles_per_merge;
   const RowGeometry g = row_geometry(layout, merge);
   const int64_t length = g.m + g.n;
+  const int64_t k0 = tile_diagonal(t, map.tile, length), k1 = tile_diagonal(t + 1, map.tile, length);
   const int32_t* merge_splits = splits + merge * (map.tiles_per_merge + 1);
-  return tile_ranges(g, tile_diagonal(t, map.tile, length), tile_diagonal(t + 1, map.tile, length),
-                     merge_splits[t], merge_splits[t + 1]);
+  return tile_ranges(g, k0, k1, a_first ? co_rank_upper(k0, g.m) : merge_splits[t],
+                     a_first ? co_rank_upper(k1, g.m) : merge_splits[t + 1]);
+}
+
+// True iff a partition block of the merge holding tile `tile_id` flagged splits that do not
+// chain up (partition.cuh). Call with one warp: its lanes read every 32nd flag of the merge's
+// partition blocks (one for most merges; 109 for a 2^27 int32 merge).
+__device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags, int64_t tile_id,
+                                                      const TileMap& map) {
+  // 32-bit divisions: boundaries <= 2 tiles < 2^32.
+  const uint32_t per_merge = static_cast<uint32_t>(map.tiles_per_merge);
+  const uint32_t fresh = static_cast<uint32_t>(partition_boundaries_per_block(map.boundaries()) - 1);
+  const uint32_t first = static_cast<uint32_t>(tile_id) / per_merge * (per_merge + 1);
+  const uint32_t last_block = (first + per_merge - 1) / fresh;
+  bool broken = false;
+  for (uint32_t b = first / fresh + (threadIdx.x & 31); b <= last_block; b += 32) {
+    broken |= chain_flags[b] != 0;
+  }
+  return broken;
 }
 
 // True iff tile `tile_id` belongs to a row a sort pass leaves alone (kRunPairs, row_done): the
@@ -92,26 +112,71 @@ __device__ __forceinline__ void store_ranks(int32_t* stage, const int (&e_reg)[k
   for (int i = threadIdx.x; i < count; i += kThreads) out[i] = stage[i];
 }
 
+// Unsorted input (merges of the caller's input only, tuning.h merge_checks_order). A block
+// whose threads' spans do not chain up (block_merge.cuh SpanChain) emits its inputs as A then B
+// instead: the tiled kernel from the tile still staged (one more barrier a tile), the rows and
+// packed kernels by copying their rows again, global to global, over what they wrote. A tiled
+// merge whose partition splits do not chain up (partition.cuh's chain flags, read when the tile
+// is stored) is cut A first (co_rank_upper: every tile copies its part of A, then of B), so it
+// returns its inputs concatenated. The copies are plain loops after the merge: they cost its
+// registers nothing (two kinds of copy after the tiled merge, or a 64-bit division there, made
+// ptxas spill the merge: checked in the SASS). Sorted input never takes them.
+
+// Output p of ranges r (a tile's, or a whole row's) as A then B: copied with its index or value.
+template <typename Bits, PayloadKind kPayload, typename Value>
+__device__ __forceinline__ void copy_concatenated(const MergeCall& call, const TileRanges& r,
+                                                  int p) {
+  const bool separate = call.layout.mode == RowMode::kSeparate;
+  const bool from_b = p >= r.a_count;
+  const int e = from_b ? p - r.a_count : p;
+  const int64_t at = (from_b ? r.b_begin : r.a_begin) + e;
+  static_cast<Bits*>(call.out)[r.out_begin + p] =
+      static_cast<const Bits*>(from_b && separate ? call.b : call.a)[at];
+  if constexpr (kPayload == PayloadKind::kIndex) {
+    static_cast<int32_t*>(call.out_payload)[r.out_begin + p] =
+        (from_b ? r.b_index_base : r.a_index_base) + e;
+  } else if constexpr (kPayload == PayloadKind::kValue) {
+    static_cast<Value*>(call.out_payload)[r.out_begin + p] =
+        static_cast<const Value*>(from_b && separate ? call.b_values : call.a_values)[at];
+  }
+}
+
+// A block's rows [row0, row0 + rows) of full length row_len, every one copied as A then B.
+template <typename Bits, PayloadKind kPayload, typename Value, int kThreads>
+__device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int rows, int row_len) {
+#pragma unroll 1
+  for (int p = threadIdx.x; p < rows * row_len; p += kThreads) {
+    const int r = p / row_len;
+    const RowGeometry g = row_geometry(call.layout, row0 + r);
+    copy_concatenated<Bits, kPayload, Value>(call, tile_ranges(g, 0, row_len, 0, g.m),
+                                             p - r * row_len);
+  }
+}
+
 // One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
 // tail inside them (every tile of a full-length merge) take the branch-free thread merge.
+// chain_flags: the partition's (merge_checks_order), else null (no check: a sort pass's runs,
+// searchsorted's ranks). Returns true iff the merge's partition splits do not chain up.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
-    merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
-                       TileMap map) {
+__device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t* splits,
+                                            typename Traits::Bits flip, const TileMap& map,
+                                            const int32_t* chain_flags) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   constexpr bool kRanks = is_ranks(kPayload);
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  __shared__ SpanChain<kThreads> chain;
   Bits* keys = shared.keys();
   const bool separate = call.layout.mode == RowMode::kSeparate;
   const Bits* a_all = static_cast<const Bits*>(call.a);
   const Bits* b_all = static_cast<const Bits*>(separate ? call.b : call.a);
   const Value* va_all = static_cast<const Value*>(call.a_values);
   const Value* vb_all = static_cast<const Value*>(separate ? call.b_values : call.a_values);
-  if (row_done_of_tile(call.layout, blockIdx.x, map)) return;  // a sort pass's sorted row
+  if (row_done_of_tile(call.layout, blockIdx.x, map)) return false;
   const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map);
   const int count = r.a_count + r.b_count;
-  if (count == 0) return;  // a spare tile of a short run pair (the whole block returns)
+  if (count == 0) return false;  // a spare tile of a short run pair
+  const bool checked = !kRanks && chain_flags != nullptr;  // (uniform)
   const TileLocs locs = load_tile(shared, a_all + r.a_begin, b_all + r.b_begin,
                                   va_all + r.a_begin, vb_all + r.b_begin, r.a_count, r.b_count);
   __syncthreads();
@@ -119,13 +184,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   int src_reg[kItems];
   int32_t index_reg[kItems];
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
+  auto started = [&](int a_begin) {
+    if (checked) chain.publish(a_begin);
+  };
+  MergeEnd end;
   if (r.mv == r.a_count && r.nv == r.b_count) {
     int pos_reg[kItems];
-    merge_full<kItems, Traits>(keys, locs.key_loc1, r.a_count, locs.key_loc2, r.b_count, p0, 0,
-                               flip, [&](int c, Bits raw, int pos) {
-                                 key_reg[c] = raw;
-                                 pos_reg[c] = pos;
-                               });
+    end = merge_full<kItems, Traits>(
+        keys, locs.key_loc1, r.a_count, locs.key_loc2, r.b_count, p0, 0, flip,
+        [&](int c, Bits raw, int pos) {
+          key_reg[c] = raw;
+          pos_reg[c] = pos;
+        },
+        started);
+    end.open = p0 + kItems < count;
 #pragma unroll
     for (int c = 0; c < kItems; ++c) {  // key position -> row index and value position
       const bool from_b = pos_reg[c] >= locs.key_loc2;
@@ -152,7 +224,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
       return Segment{{locs.key_loc1, locs.key_loc2, r.a_count, r.b_count, r.mv, r.nv, count},
                      r.a_index_base, r.b_index_base, locs.val_loc1, locs.val_loc2};
     };
-    merge_general<kItems, Traits>(
+    end = merge_general<kItems, Traits>(
         flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },
         [&](int c, Bits raw, bool from_b, int e, const Segment& s) {
           if constexpr (kRanks) {
@@ -162,9 +234,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
           key_reg[c] = raw;
           src_reg[c] = (from_b ? s.b_src_base : s.a_src_base) + e;
           index_reg[c] = (from_b ? s.b_index_base : s.a_index_base) + e;
-        });
+        },
+        started);
   }
-  __syncthreads();  // every thread is done reading the keys in shared.stage
+  __syncthreads();  // every thread is done merging (and has published its start)
+  if (checked && __syncthreads_or(chain.breaks(end))) {
+    // Unsorted input: the tile's ranges, still staged, emitted as A then B instead.
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) {
+      const int p = p0 + c;
+      const bool from_b = p >= r.a_count;
+      const int e = from_b ? p - r.a_count : p;
+      key_reg[c] = keys[(from_b ? locs.key_loc2 : locs.key_loc1) + (p < count ? e : 0)];
+      src_reg[c] = (from_b ? locs.val_loc2 : locs.val_loc1) + e;
+      index_reg[c] = (from_b ? r.b_index_base : r.a_index_base) + e;
+    }
+    __syncthreads();  // every thread is done reading the keys in shared.stage
+  }
   if constexpr (kRanks) {
     store_ranks<kPayload, kItems, kThreads>(reinterpret_cast<int32_t*>(shared.stage), index_reg,
                                             src_reg, r, call.out_payload);
@@ -176,6 +262,24 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
                            : static_cast<void*>(static_cast<Value*>(call.out_payload) +
                                                 r.out_begin),
                        count);
+  }
+  // The partition's flags are read last, when they cost no register through the merge.
+  return checked && __syncthreads_or(threadIdx.x < 32 &&
+                                     chain_broken_in_merge(chain_flags, blockIdx.x, map));
+}
+
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
+                       TileMap map, const int32_t* chain_flags) {
+  if (tiled_block<Traits, kPayload, Value, Policy>(call, splits, flip, map, chain_flags)) {
+    if constexpr (!is_ranks(kPayload)) {  // unsorted input: the merge's inputs concatenated
+      const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map, true);
+#pragma unroll 1
+      for (int p = threadIdx.x; p < r.a_count + r.b_count; p += Policy::kThreads) {
+        copy_concatenated<typename Traits::Bits, kPayload, Value>(call, r, p);
+      }
+    }
   }
 }
 
@@ -197,13 +301,15 @@ __device__ __forceinline__ void store_rows_staged(unsigned char* stage_bytes, co
 
 // Full rows no longer than a tile (kSeparate without valid lengths, or kRuns): thread t merges
 // outputs [local * kItems, local * kItems + kItems) of row t / threads_per_row (local: its rank
-// in the row's group); threads past the block's rows only help load and store.
+// in the row's group); threads past the block's rows only help load and store. Returns true
+// iff the threads' spans did not chain up (unsorted input).
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
-    merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
+__device__ __forceinline__ bool rows_block(const MergeCall& call, typename Traits::Bits flip,
+                                           const RowsShape& shape) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  __shared__ SpanChain<kThreads> chain;
   Bits* keys = shared.keys();
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
@@ -244,16 +350,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   __syncthreads();
   Bits key_reg[kItems];
   int32_t index_reg[kItems];  // kIndex: row-local index; kValue: value position in shared.vals
+  MergeEnd end{0, false};
   if (active) {
-    merge_full<kItems, Traits>(keys, a_loc, rm, b_loc, rn, d0, 0, flip,
-                               [&](int c, Bits raw, int pos) {
-                                 key_reg[c] = raw;
-                                 const bool from_b = pos >= b_loc;
-                                 const int e = pos - (from_b ? b_loc : a_loc);
-                                 index_reg[c] = kPayload == PayloadKind::kValue
-                                                    ? e + (from_b ? vb_loc : va_loc)
-                                                    : e + (from_b ? rm : 0);
-                               });
+    end = merge_full<kItems, Traits>(
+        keys, a_loc, rm, b_loc, rn, d0, 0, flip,
+        [&](int c, Bits raw, int pos) {
+          key_reg[c] = raw;
+          const bool from_b = pos >= b_loc;
+          const int e = pos - (from_b ? b_loc : a_loc);
+          index_reg[c] = kPayload == PayloadKind::kValue ? e + (from_b ? vb_loc : va_loc)
+                                                         : e + (from_b ? rm : 0);
+        },
+        [&](int a_begin) { chain.publish(a_begin); });
+    end.open = d0 + kItems < row_len;
   }
   const int base = r * row_len + d0;
   const int64_t out_begin = row0 * row_len;
@@ -270,18 +379,32 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     store_rows_staged<kThreads, kItems>(shared.stage, value_reg, base, valid,
                                         static_cast<Value*>(call.out_payload) + out_begin, count);
   }
+  return __syncthreads_or(chain.breaks(end)) != 0;  // (store_rows_staged's barriers: published)
 }
 
-// Ragged rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or ranks.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
-    merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
+  if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape)) {
+    const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
+    const int64_t rows_left = call.layout.rows - row0;
+    copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
+        call, row0, static_cast<int>(rows_left < shape.rows_per_block ? rows_left
+                                                                       : shape.rows_per_block),
+        static_cast<int>(call.layout.row_length()));
+  }
+}
+
+// Ragged rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or
+// ranks. Returns true iff the threads' spans did not chain up (unsorted input).
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__device__ __forceinline__ bool packed_block(const MergeCall& call, typename Traits::Bits flip) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = kThreads * kItems;
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
   __shared__ int row_split[kMaxRowsPerTile], row_mv[kMaxRowsPerTile], row_nv[kMaxRowsPerTile];
+  __shared__ SpanChain<kThreads> chain;
   Bits* keys = shared.keys();
-
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
   const Bits* a_all = static_cast<const Bits*>(call.a);
@@ -340,21 +463,37 @@ __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general me
     src_reg[c] = 0;
     index_reg[c] = 0;
   }
-  merge_general<kItems, Traits>(
-      flip, static_cast<int>(threadIdx.x) * kItems, count, segment_at,
-      [&](int pos) { return keys[pos]; },
+  const int p0 = static_cast<int>(threadIdx.x) * kItems;
+  const MergeEnd end = merge_general<kItems, Traits>(
+      flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },
       [&](int c, Bits raw, bool from_b, int e, const Segment& s) {
         key_reg[c] = raw;
         src_reg[c] = (from_b ? s.b_src_base : s.a_src_base) + e;
         index_reg[c] = (from_b ? s.b_index_base : s.a_index_base) + e;
-      });
+      },
+      [&](int a_begin) { chain.publish(a_begin); });
   __syncthreads();  // every thread is done reading the keys in shared.stage
+  const bool span_broken = chain.breaks(end);
   store_tile_outputs(shared, key_reg, src_reg, index_reg,
                      static_cast<Bits*>(call.out) + out_begin,
                      kPayload == PayloadKind::kNone
                          ? nullptr
                          : static_cast<void*>(static_cast<Value*>(call.out_payload) + out_begin),
                      count);
+  return __syncthreads_or(span_broken) != 0;
+}
+
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
+    merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
+  if (packed_block<Traits, kPayload, Value, Policy>(call, flip)) {
+    const int row_len = static_cast<int>(call.layout.row_length());
+    const int64_t per_tile = merge_rows_per_tile(Policy::kTile, row_len);
+    const int64_t row0 = int64_t{blockIdx.x} * per_tile;
+    const int64_t rows_left = call.layout.rows - row0;
+    copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
+        call, row0, static_cast<int>(rows_left < per_tile ? rows_left : per_tile), row_len);
+  }
 }
 
 }  // namespace jax_mergepath

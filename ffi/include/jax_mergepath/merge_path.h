@@ -129,6 +129,21 @@ struct StagedSegment {
   int a_loc, b_loc, m, n, mv, nv, length;
 };
 
+// Where one thread's serial merge stopped: its A position (in its last segment) after its last
+// step; open: that segment goes on past its last output, so the next thread's first output is
+// in it (merge_full: the caller knows). The merges report where they started, the A position
+// of their first output, through `started(a_begin)` right after their search (a caller that
+// publishes it keeps no register for it through the merge). For sorted input a thread stops
+// exactly where the next one's search starts it (the merge path); for unsorted input it may
+// not, and the outputs are then no permutation (block_merge.cuh SpanChain checks).
+struct MergeEnd {
+  int a_end;
+  bool open;
+};
+
+struct IgnoreStart {
+  JMP_HD void operator()(int) const {}
+};
 
 // Both produce `kCount` outputs (a GPU thread's registers, the loop unrolled) or, with
 // kCount == 0, `count` outputs (a CPU loop), starting at diagonal `diag` of the staged merge.
@@ -143,9 +158,11 @@ struct StagedSegment {
 //   kCount == 0 (a host thread, count outputs): while both sides have keys, a branch-free step
 //     that reads both sides' next keys (two independent loads are a shorter dependency chain
 //     than the cached keys' selects on a CPU), then the side left.
-template <int kCount, typename Compare, typename Stored, typename Emit>
-JMP_HD void merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n, int diag,
-                          int count, const Compare& cmp, const Emit& emit) {
+template <int kCount, typename Compare, typename Stored, typename Emit,
+          typename Started = IgnoreStart>
+JMP_HD MergeEnd merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n, int diag,
+                              int count, const Compare& cmp, const Emit& emit,
+                              const Started& started = {}) {
   auto order = [&](Stored raw) { return cmp.key(raw); };
   using Key = decltype(cmp.key(keys[0]));
   const Stored* a = keys + a_loc;
@@ -153,6 +170,7 @@ JMP_HD void merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n
   const int lo = co_rank_search(co_rank_lower(diag, n), co_rank_upper(diag, m), [&](int mid) {
     return cmp.before(order(b_end[-1 - mid]), order(a[mid]));
   });
+  started(lo);
   int i = lo, j = diag - lo;
   if constexpr (kCount == 0) {
     const Stored* b = keys + b_loc;
@@ -166,6 +184,7 @@ JMP_HD void merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n
     }
     for (; c < count && i < m; ++c, ++i) emit(c, a[i], a_loc + i);
     for (; c < count && j < n; ++c, ++j) emit(c, b[j], b_loc + j);
+    return {i, true};
   } else {
     // The buffer positions of A[i] and B[j], and one past each range.
     int pa = a_loc + i, pb = b_loc + j;
@@ -187,14 +206,17 @@ JMP_HD void merge_full_by(const Stored* keys, int a_loc, int m, int b_loc, int n
       raw_b = from_b ? raw : raw_b;
       ord_b = from_b ? ord : ord_b;
     }
+    return {pa - a_loc, true};
   }
 }
 
 // merge_full_by on raw key bits, compared as KeyCompare says (ordering.h).
-template <int kCount, typename Traits, typename Emit>
-JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
-                       int diag, int count, typename Traits::Bits flip, const Emit& emit) {
-  merge_full_by<kCount>(keys, a_loc, m, b_loc, n, diag, count, KeyCompare<Traits>(flip), emit);
+template <int kCount, typename Traits, typename Emit, typename Started = IgnoreStart>
+JMP_HD MergeEnd merge_full(const typename Traits::Bits* keys, int a_loc, int m, int b_loc, int n,
+                           int diag, int count, typename Traits::Bits flip, const Emit& emit,
+                           const Started& started = {}) {
+  return merge_full_by<kCount>(keys, a_loc, m, b_loc, n, diag, count, KeyCompare<Traits>(flip),
+                               emit, started);
 }
 
 // The general merge: ragged ranges (mv < m or nv < n) and segments that follow each other (a
@@ -203,9 +225,11 @@ JMP_HD void merge_full(const typename Traits::Bits* keys, int a_loc, int m, int 
 // diagonal in it; load(pos) returns the key bits staged at pos, read only inside the segment's
 // ranges. Outputs p0 + c for c < kCount (or count - p0) and p0 + c < count:
 // emit(c, raw, from_b, e, segment) with e the element's position in its range.
-template <int kCount, typename Traits, typename SegmentAt, typename Load, typename Emit>
-JMP_HD void merge_general(typename Traits::Bits flip, int p0, int count,
-                          const SegmentAt& segment_at, const Load& load, const Emit& emit) {
+template <int kCount, typename Traits, typename SegmentAt, typename Load, typename Emit,
+          typename Started = IgnoreStart>
+JMP_HD MergeEnd merge_general(typename Traits::Bits flip, int p0, int count,
+                              const SegmentAt& segment_at, const Load& load, const Emit& emit,
+                              const Started& started = {}) {
   using Bits = typename Traits::Bits;
   int diag = 0;
   auto s = segment_at(p0 < count ? p0 : 0, diag);
@@ -213,6 +237,7 @@ JMP_HD void merge_general(typename Traits::Bits flip, int p0, int count,
   auto key_b = [&](int j) { return directed_key<Traits>(load(s.b_loc + j), flip); };
   int i = co_rank(diag, s.m, s.n, s.mv, s.nv, key_a, key_b);
   int j = diag - i;
+  started(i);
   // A[i] and B[j] (raw bits and order keys) stay in registers: an output costs one load, of the
   // side that advanced, and one order-key transform.
   Bits raw_a = Bits(0), raw_b = Bits(0), ord_a = Bits(0), ord_b = Bits(0);
@@ -247,6 +272,7 @@ JMP_HD void merge_general(typename Traits::Bits flip, int p0, int count,
       ord_b = from_b ? ord : ord_b;
     }
   }
+  return {i, p0 < count && diag < s.length};
 }
 
 }  // namespace jax_mergepath

@@ -120,13 +120,35 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
   return fit < 1 ? 1 : (fit > kMaxRowsPerTile ? kMaxRowsPerTile : fit);
 }
 
+// The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
+// boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
+// each block sees every pair of neighbouring boundaries it starts and can check their splits.
+inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
+
+constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
+  return boundaries <= kWarpSearchMaxBoundaries ? kPartitionThreads / 32 : kPartitionThreads;
+}
+
+constexpr int64_t partition_blocks(int64_t boundaries) {
+  const int64_t fresh = partition_boundaries_per_block(boundaries) - 1;  // the last is shared
+  return boundaries <= 1 ? 1 : ceil_div(boundaries - 1, fresh);
+}
+
+// Merges whose input order is the caller's (merge, merge_by_key, merge_runs; not a sort pass's
+// runs, which its block sort ordered, nor searchsorted's ranks) may get unsorted input: their
+// kernels check that the splits chain up and fall back to a permutation when they do not.
+constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload) {
+  return layout.mode != RowMode::kRunPairs && !is_ranks(payload);
+}
+
 // int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
-// the splits, (tiles + 1) per merge (ffi/cuda/partition.cuh).
+// the splits, (tiles + 1) per merge, then (merge_checks_order) one chain flag a partition block.
 constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                            const MergeLayout& layout) {
   const int64_t tile = merge_tile(key_bytes, payload_bytes(payload, value_bytes));
   if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
-  return tile_map(layout, tile).boundaries();
+  const int64_t boundaries = tile_map(layout, tile).boundaries();
+  return boundaries + (merge_checks_order(layout, payload) ? partition_blocks(boundaries) : 0);
 }
 
 // ------------------------------------------------------------------ mergesort
