@@ -56,6 +56,13 @@ def main() -> None:
     jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
     many = rng.integers(0, 1000, (1100, 2 * tile)).astype(np.int32)  # unsorted, many boundaries
     jax.block_until_ready(jmp.merge(many, many[:, ::-1].copy(), return_indices=True))
+    # Unsorted input through every fallback (tests/test_merge_unsorted.py checks the results):
+    # rows kernel, packed kernel (ragged), merge_runs, values.
+    rows = rng.integers(0, 1000, (500, 64)).astype(np.int32)
+    jax.block_until_ready(jmp.merge(rows, rows[:, ::-1].copy(), return_indices=True))
+    jax.block_until_ready(jmp.merge(rows, rows, a_length=rows[:, 0] % 65, b_length=7))
+    jax.block_until_ready(jmp.merge_runs(many[:3], np.array([5, tile, 2 * tile - 1])))
+    jax.block_until_ready(jmp.merge_by_key(many[:2], many[:2], many[:2] * 1.0, many[:2] * 1.0))
     sort_cases(rng)
     print("sanitizer cases OK")
 

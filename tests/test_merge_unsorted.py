@@ -1,0 +1,141 @@
+# Unsorted input (a precondition violation): the order of the result is unspecified, but SPEC.md's
+# goal is that every merge still returns a permutation of its inputs, on every backend. Checked
+# on jax's default device and, when that is a GPU, on the CPU too, for every kernel shape the
+# CUDA backend has: tiled merges (one row or a batch, several tiles a row: the partition's
+# chain check), full rows no longer than a tile (the rows kernel), ragged rows (the packed
+# kernel), merge_runs, key + value and 8-byte keys; and for nearly sorted input (one pair
+# swapped), where a single tile's threads disagree.
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_mergepath as jmp
+from reference import random_keys, to_bits
+
+
+def _devices() -> list[jax.Device]:
+    default = jax.devices()[0]
+    return [default] if default.platform == "cpu" else [default, jax.devices("cpu")[0]]
+
+
+DEVICES = pytest.mark.parametrize("device", _devices(), ids=lambda d: d.platform)
+
+
+def _assert_permutation(a, b, out, idx, what: str) -> None:
+    """idx is a permutation of every row's positions in [a | b] and out is [a | b] gathered by
+    it, bit for bit."""
+    both = np.concatenate([np.asarray(a), np.asarray(b)], axis=-1)
+    idx = np.asarray(idx)
+    want = np.broadcast_to(np.arange(both.shape[-1]), both.shape)
+    assert np.array_equal(np.sort(idx, axis=-1), want), f"{what}: indices are no permutation"
+    gathered = np.take_along_axis(both, idx, axis=-1)
+    assert np.array_equal(to_bits(np.asarray(out)), to_bits(gathered)), f"{what}: keys"
+
+
+def _narrow_ints(rng: np.random.Generator, shape) -> np.ndarray:
+    return rng.integers(0, 1000, shape).astype(np.int32)
+
+
+@DEVICES
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((5000,), (4097,)),
+        ((1 << 17,), ((1 << 16) + 3,)),
+        ((300_001,), (7,)),
+        ((3, 20_000), (3, 7_001)),  # several tiled merges, several tiles each
+        ((1 << 20,), (1 << 20,)),
+    ],
+    ids=str,
+)
+def test_tiled_merge_of_unsorted_input_is_a_permutation(rng, device, shape_a, shape_b):
+    a = jax.device_put(_narrow_ints(rng, shape_a), device)
+    b = jax.device_put(_narrow_ints(rng, shape_b), device)
+    for descending in (False, True):
+        out, idx = jmp.merge(a, b, descending=descending, return_indices=True)
+        _assert_permutation(a, b, out, idx, f"descending={descending}")
+        plain = jmp.merge(a, b, descending=descending)
+        assert np.array_equal(np.asarray(plain), np.asarray(out)), "keys alone differ"
+
+
+@DEVICES
+@pytest.mark.parametrize("m, n", [(32, 32), (512, 500), (2400, 2400), (1, 4000)], ids=str)
+def test_batched_rows_of_unsorted_input_are_permutations(rng, device, m, n):
+    # Rows no longer than a tile: the rows kernel (no lengths given) or, through vmap, the same.
+    a = jax.device_put(random_keys(rng, np.float32, (64, m), "special"), device)
+    b = jax.device_put(random_keys(rng, np.float32, (64, n)), device)
+    out, idx = jmp.merge(a, b, return_indices=True)
+    _assert_permutation(a, b, out, idx, "batch")
+    vout, vidx = jax.vmap(lambda x, y: jmp.merge(x, y, return_indices=True))(a, b)
+    _assert_permutation(a, b, vout, vidx, "vmap")
+
+
+@DEVICES
+def test_ragged_rows_of_unsorted_input_are_permutations(rng, device):
+    # Valid lengths per row: the packed kernel (threads cross row boundaries).
+    rows, m, n = 300, 40, 25
+    a = jax.device_put(_narrow_ints(rng, (rows, m)), device)
+    b = jax.device_put(_narrow_ints(rng, (rows, n)), device)
+    a_len = jax.device_put(rng.integers(0, m + 1, rows).astype(np.int32), device)
+    b_len = jax.device_put(rng.integers(0, n + 1, rows).astype(np.int32), device)
+    out, idx = jmp.merge(a, b, a_length=a_len, b_length=b_len, return_indices=True)
+    _assert_permutation(a, b, out, idx, "ragged")
+
+
+@DEVICES
+@pytest.mark.parametrize("d", [64, 3000, 50_000], ids=str)
+def test_merge_runs_of_unsorted_input_is_a_permutation(rng, device, d):
+    x = _narrow_ints(rng, (4, d))
+    split = rng.integers(0, d + 1, 4).astype(np.int32)
+    out, idx = jmp.merge_runs(jax.device_put(x, device), jax.device_put(split, device),
+                              return_indices=True)
+    _assert_permutation(x, x[:, :0], out, idx, "merge_runs")
+
+
+@DEVICES
+@pytest.mark.parametrize("shape", [(2, 700), (20_000,)], ids=str)
+def test_merge_by_key_of_unsorted_input_moves_values_with_keys(rng, device, shape):
+    a = _narrow_ints(rng, shape)
+    b = _narrow_ints(rng, shape)
+    pos = np.broadcast_to(np.arange(2 * shape[-1], dtype=np.float64), (*shape[:-1], 2 * shape[-1]))
+    va, vb = pos[..., : shape[-1]], pos[..., shape[-1] :]
+    put = lambda x: jax.device_put(np.ascontiguousarray(x), device)  # noqa: E731
+    keys, values = jmp.merge_by_key(put(a), put(b), put(va), put(vb))
+    _assert_permutation(a, b, keys, np.asarray(values).astype(np.int64), "merge_by_key")
+
+
+@DEVICES
+def test_eight_byte_keys_of_unsorted_input_are_a_permutation(rng, device):
+    a = jax.device_put(random_keys(rng, np.int64, (70_000,)), device)
+    b = jax.device_put(random_keys(rng, np.int64, (9_000,)), device)
+    out, idx = jmp.merge(a, b, return_indices=True)
+    _assert_permutation(a, b, out, idx, "int64")
+
+
+@DEVICES
+@pytest.mark.parametrize("length", [700, 40_000], ids=str)
+def test_one_swapped_pair_still_gives_a_permutation(rng, device, length):
+    # Sorted halves but for one pair swapped inside a: most of the merge path is right, one
+    # block's threads (or one partition boundary) disagree.
+    a = np.sort(_narrow_ints(rng, (length,)))
+    b = np.sort(_narrow_ints(rng, (length,)))
+    for i in (1, length // 2, length - 1):
+        swapped = a.copy()
+        swapped[i - 1], swapped[i] = a[-1], a[0]
+        out, idx = jmp.merge(jax.device_put(swapped, device), jax.device_put(b, device),
+                             return_indices=True)
+        _assert_permutation(swapped, b, out, idx, f"swap at {i}")
+
+
+@DEVICES
+def test_sorted_input_is_still_merged_exactly(rng, device):
+    # The checks must never fire on sorted input: the result is the stable merge.
+    a = np.sort(_narrow_ints(rng, (100_003,)))
+    b = np.sort(_narrow_ints(rng, (77_777,)))
+    out, idx = jmp.merge(jax.device_put(a, device), jax.device_put(b, device), return_indices=True)
+    want = np.argsort(np.concatenate([a, b]), kind="stable")
+    assert np.array_equal(np.asarray(idx), want)
+    assert jnp.array_equal(out, np.concatenate([a, b])[want])
