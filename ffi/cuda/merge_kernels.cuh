@@ -49,8 +49,11 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
 }
 
 // True iff a partition block of the merge holding tile `tile_id` flagged splits that do not
-// chain up (partition.cuh). Call with one warp: its lanes read every 32nd flag of the merge's
-// partition blocks (one for most merges; 109 for a 2^27 int32 merge).
+// chain up (partition.cuh). Call with one warp: its lanes read the merge's partition blocks'
+// flags (one for most merges; 109 for a 2^27 int32 merge, 294 for int64 + int32), kFlagsALane
+// independent loads a lane at a time, so a tile waits for one load, not one per flag.
+inline constexpr int kFlagsALane = 8;
+
 __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags, int64_t tile_id,
                                                       const TileMap& map) {
   // 32-bit divisions: boundaries <= 2 tiles < 2^32.
@@ -58,11 +61,18 @@ __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags
   const uint32_t fresh = static_cast<uint32_t>(partition_boundaries_per_block(map.boundaries()) - 1);
   const uint32_t first = static_cast<uint32_t>(tile_id) / per_merge * (per_merge + 1);
   const uint32_t last_block = (first + per_merge - 1) / fresh;
-  bool broken = false;
-  for (uint32_t b = first / fresh + (threadIdx.x & 31); b <= last_block; b += 32) {
-    broken |= chain_flags[b] != 0;
+  int32_t broken = 0;
+  for (uint32_t b0 = first / fresh + (threadIdx.x & 31); b0 <= last_block; b0 += 32 * kFlagsALane) {
+    int32_t flag[kFlagsALane];
+#pragma unroll
+    for (int f = 0; f < kFlagsALane; ++f) {
+      const uint32_t b = b0 + 32 * f;
+      flag[f] = b <= last_block ? chain_flags[b] : 0;
+    }
+#pragma unroll
+    for (int f = 0; f < kFlagsALane; ++f) broken |= flag[f];
   }
-  return broken;
+  return broken != 0;
 }
 
 // True iff tile `tile_id` belongs to a row a sort pass leaves alone (kRunPairs, row_done): the
@@ -284,19 +294,24 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 }
 
 // Stages every thread's valid outputs (reg[c] for c < valid, at row position base + c), then the
-// block stores [0, count) to dst. Starts with a barrier: every earlier read of `stage` is done.
-template <int kThreads, int kItems, typename T>
-__device__ __forceinline__ void store_rows_staged(unsigned char* stage_bytes, const T (&reg)[kItems],
-                                                  int base, int valid, T* dst, int count) {
+// block stores [0, count) to dst. Starts with a barrier: every earlier read of `stage` is done
+// (and every earlier shared store seen). Returns the block's OR of vote(), asked after that
+// barrier and gathered at the next one, which is there anyway.
+template <int kThreads, int kItems, typename T, typename Vote>
+__device__ __forceinline__ bool store_rows_staged(unsigned char* stage_bytes, const T (&reg)[kItems],
+                                                  int base, int valid, T* dst, int count,
+                                                  const Vote& vote) {
   const RangePlan<T> plan(dst, count, 0);
   T* stage = reinterpret_cast<T*>(stage_bytes);
   __syncthreads();
+  const bool mine = vote();
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
     if (c < valid) stage[plan.loc + base + c] = reg[c];
   }
-  __syncthreads();
+  const bool any = __syncthreads_or(mine) != 0;
   store_block_staged<kThreads>(plan, stage, dst);
+  return any;
 }
 
 // Full rows no longer than a tile (kSeparate without valid lengths, or kRuns): thread t merges
@@ -366,26 +381,30 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   }
   const int base = r * row_len + d0;
   const int64_t out_begin = row0 * row_len;
-  store_rows_staged<kThreads, kItems>(shared.stage, key_reg, base, valid,
-                                      static_cast<Bits*>(call.out) + out_begin, count);
+  auto no_vote = [] { return false; };
+  const bool broken = store_rows_staged<kThreads, kItems>(
+      shared.stage, key_reg, base, valid, static_cast<Bits*>(call.out) + out_begin, count,
+      [&] { return chain.breaks(end); });  // (after a barrier: every start published)
   if constexpr (kPayload == PayloadKind::kIndex) {
     store_rows_staged<kThreads, kItems>(shared.stage, index_reg, base, valid,
                                         static_cast<int32_t*>(call.out_payload) + out_begin,
-                                        count);
+                                        count, no_vote);
   } else if constexpr (kPayload == PayloadKind::kValue) {
     Value value_reg[kItems];
 #pragma unroll
     for (int c = 0; c < kItems; ++c) value_reg[c] = c < valid ? shared.vals[index_reg[c]] : Value(0);
     store_rows_staged<kThreads, kItems>(shared.stage, value_reg, base, valid,
-                                        static_cast<Value*>(call.out_payload) + out_begin, count);
+                                        static_cast<Value*>(call.out_payload) + out_begin, count,
+                                        no_vote);
   }
-  return __syncthreads_or(chain.breaks(end)) != 0;  // (store_rows_staged's barriers: published)
+  return broken;
 }
 
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
   if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape)) {
+    __syncthreads();  // the block's stores are done before the copy overwrites them
     const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
     const int64_t rows_left = call.layout.rows - row0;
     copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
