@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
     RUN(S64, kNone, 256, 11, 6, "int64 keys");
     RUN(S64, kNone, 256, 13, 6, "int64 keys");
     RUN(S64, kNone, 256, 9, 8, "int64 keys");
-    // 8 + 4 bytes: the first design's 256 x 7, uncapped, against capped and wider shapes
+    // 8 + 4 bytes: 256 x 7 capped at 4 blocks (tuning.h) and uncapped (the first design's),
+    // against capped and wider shapes
+    RUN(S64, kValue, 256, 7, 4, "int64 keys + int32 values");
     RUN(S64, kValue, 256, 7, 1, "int64 keys + int32 values");
     RUN(S64, kValue, 256, 9, 1, "int64 keys + int32 values");
     RUN(S64, kValue, 256, 9, 4, "int64 keys + int32 values");

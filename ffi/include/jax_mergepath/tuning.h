@@ -20,7 +20,8 @@ inline constexpr int kMaxRowsPerTile = 256;
 // kernel is bound by instruction issue as much as by DRAM: larger tiles spread each thread's
 // search and the block's fixed costs over more outputs, and more resident blocks hide the load
 // phase. The first three entries were measured on an H200 with tests/gpu/tile_sweep.cu
-// (NOTES.md); the rest keep the first design's shapes, uncapped (capping them spilled registers).
+// (NOTES.md); the rest keep the first design's shapes, uncapped up to 8 bytes (capping them
+// spilled registers).
 struct MergeShape {
   int threads, items, min_blocks;
 };
@@ -29,11 +30,11 @@ constexpr MergeShape merge_shape(int key_bytes, int payload_bytes) {
   if (payload_bytes == 0 && key_bytes <= 4) return {256, 19, 8};
   if (payload_bytes == 0 && key_bytes == 8) return {256, 11, 6};
   if (key_bytes == 4 && payload_bytes == 4) return {256, 15, 6};
+  // Over 8 bytes a key and value: capped at 4 blocks (64 registers, no spill). Uncapped, the
+  // unsorted-input checks took int64 + int32 from 63 registers to 70 and int64 + int64 from 61
+  // to 68: one block of the four an SM fewer, 13% slower (tile_sweep, H100).
   const int bytes = key_bytes + payload_bytes;
-  // 16 bytes: capped at 4 blocks (64 registers, no spill): uncapped, the unsorted-input checks
-  // took it from 61 registers to 68, one block of the four an SM fewer.
-  if (bytes == 16) return {256, 5, 4};
-  return {256, bytes <= 4 ? 11 : (bytes <= 8 ? 9 : (bytes <= 12 ? 7 : 5)), 1};
+  return {256, bytes <= 4 ? 11 : (bytes <= 8 ? 9 : (bytes <= 12 ? 7 : 5)), bytes > 8 ? 4 : 1};
 }
 
 constexpr int64_t merge_tile(int key_bytes, int payload_bytes) {
