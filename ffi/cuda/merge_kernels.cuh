@@ -13,8 +13,10 @@
 // row with the branch-free merge_full; outputs are staged in shared memory and stored by the
 // block. Ragged rows ("packed"): a block merges up to kMaxRowsPerTile whole rows, its threads
 // crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
-// Invariants: all reads stay inside the block's ranges (unsorted input only reorders);
-// in-block positions are int32, global offsets int64. NOTES.md has what was measured and tried.
+// Invariants: all reads stay inside the block's ranges; every output is a permutation of its
+// inputs, unsorted input included (merges of the caller's input check that their threads and
+// tiles chain up and fall back to A then B: below); in-block positions are int32, global offsets
+// int64. NOTES.md has what was measured and tried.
 #pragma once
 
 #include <cuda_runtime.h>
