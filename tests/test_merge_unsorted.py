@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference import is_permutation_of, random_keys, to_bits
 
 import jax_mergepath as jmp
-from reference import is_permutation_of, random_keys, to_bits
 
 
 def _devices() -> list[jax.Device]:
