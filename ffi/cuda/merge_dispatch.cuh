@@ -65,8 +65,7 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
       if (full) {
         const int64_t d = layout.row_length();
         const int items = merge_rows_items(Policy::kThreads, Policy::kItems, d);
-        if (items != Policy::kItems ||
-            merge_rows_shape(Policy::kThreads, Policy::kItems, d).rows_per_block > 0) {
+        if (merge_rows_shape(Policy::kThreads, items, d).rows_per_block > 0) {
           return launch_rows_cut<Traits, kPayload, Value, Policy>(call, flip,
                                                                   Policy::kItems - items, stream);
         }

@@ -92,7 +92,10 @@ inline constexpr int kMinRowsItems = 3;
 
 constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
   if (row_length <= 0) return items;
-  const int64_t wide_slots = ceil_div(row_length, items) * items;
+  auto slots_of = [row_length](int per_thread) {  // slots a row's thread group steps through
+    return ceil_div(row_length, per_thread) * per_thread;
+  };
+  const int64_t wide_slots = slots_of(items);
   int best = items;
   int64_t best_slots = wide_slots;
   for (const int cut : kRowsItemsCuts) {
@@ -101,7 +104,7 @@ constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
         merge_rows_shape(threads, fewer, row_length).rows_per_block == 0) {
       break;  // fewer items hold less of a row: the next cut fits no better
     }
-    const int64_t slots = ceil_div(row_length, fewer) * fewer;
+    const int64_t slots = slots_of(fewer);
     if (slots * 20 <= wide_slots * 19 && slots < best_slots) {
       best = fewer;
       best_slots = slots;
