@@ -6,12 +6,17 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
 4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
 (int32 2^27 already sorted), sort_i32 (2^27 random), rows64 / rows512 / rows4096 (2^26 int32
-sorted as rows of that length).
+sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
+an XLA kernel of a merge's bytes).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
+import statistics
+import tempfile
 import time
 
 import jax
@@ -39,6 +44,9 @@ def case(name: str):
             name[6:]]
         a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
         return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
+    if name == "plus1_f32":  # one XLA kernel reading and writing as much as a 2^27 merge
+        x = jax.random.normal(jax.random.key(6), (2**27,), jnp.float32)
+        return jax.jit(lambda v: v + 1), (x,), x + 1
     if name.startswith("rows"):  # a row sort: 2^26 int32 as rows of d
         d = int(name[4:])
         x = jax.random.randint(jax.random.key(5), (2**26 // d, d), -(2**30), 2**30, jnp.int32)
@@ -56,6 +64,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("case")
     p.add_argument("--calls", type=int, default=2)
+    p.add_argument("--timeline", action="store_true",
+                   help="trace --calls back-to-back calls; print the GPU timeline's gaps")
     args = p.parse_args()
     jax.config.update("jax_enable_x64", True)
     f, xs, want = case(args.case)
@@ -66,6 +76,43 @@ def main() -> None:
     jax.block_until_ready(outs)
     print(f"{args.case}: {(time.perf_counter() - start) / args.calls * 1e6:.1f} us/call "
           f"({args.calls} calls, {jax.devices()[0].device_kind})", flush=True)
+    if args.timeline:
+        timeline(f, xs, args.calls)
+
+
+def timeline(f, xs, calls: int) -> None:
+    """Back-to-back calls under a profiler trace (blocked once): every GPU stream event of the
+    last calls, and the medians of each kernel's duration and of the idle gap before it."""
+    with tempfile.TemporaryDirectory(prefix="jmptl") as tmp:
+        jax.block_until_ready(f(*xs))
+        jax.profiler.start_trace(tmp)
+        out = None
+        for _ in range(calls):
+            out = f(*xs)
+        jax.block_until_ready(out)
+        jax.profiler.stop_trace()
+        path = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)[0]
+        data = jax.profiler.ProfileData.from_file(path)
+    events = []
+    for plane in data.planes:
+        if plane.name != "/device:GPU:0":
+            continue
+        for line in plane.lines:
+            if line.name.startswith("Stream"):
+                events += [(ev.start_ns, ev.duration_ns, ev.name[:60]) for ev in line.events]
+    events.sort()
+    gaps: dict = {}
+    durs: dict = {}
+    for (s0, d0, _), (s1, d1, n1) in zip(events, events[1:], strict=False):
+        gaps.setdefault(n1, []).append((s1 - s0 - d0) / 1e3)
+        durs.setdefault(n1, []).append(d1 / 1e3)
+    for n in durs:
+        print(f"  {n:60s} x{len(durs[n]):3d} {statistics.median(durs[n]):9.1f} us, gap before "
+              f"{statistics.median(gaps[n]):7.1f} us (max {max(gaps[n]):.1f})")
+    span = (events[-1][0] + events[-1][1] - events[0][0]) / 1e3
+    print(f"  span {span:.1f} us for {calls} calls = {span / calls:.1f} us/call")
+    for s0, d0, n0 in events[-8:]:
+        print(f"    {(s0 - events[-8][0]) / 1e3:10.1f} {d0 / 1e3:9.1f}  {n0}")
 
 
 if __name__ == "__main__":
