@@ -7,7 +7,8 @@ Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap409
 4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
 (int32 2^27 already sorted), sort_i32 (2^27 random), rows64 / rows512 / rows4096 (2^26 int32
 sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
-an XLA kernel of a merge's bytes).
+an XLA kernel of a merge's bytes), stream / stream_jnp (examples/sorted_stream.py --size gpu,
+one scan of 32 steps, jax_mergepath / jnp only).
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import argparse
 import glob
 import os
 import statistics
+import sys
 import tempfile
 import time
+from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -44,6 +48,16 @@ def case(name: str):
             name[6:]]
         a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
         return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
+    if name in ("stream", "stream_jnp"):  # examples/sorted_stream.py at --size gpu, one scan
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+        import sorted_stream as ss
+
+        insert = ss.jmp_insert if name == "stream" else ss.jnp_insert
+        queue = ss.initial_queue(np.random.default_rng(0), 2**24)
+        f = jax.jit(partial(ss.run, steps=32, batch=2**16, insert=insert))
+        want = jax.jit(partial(ss.run, steps=32, batch=2**16, insert=ss.jnp_insert))(
+            queue, jax.random.key(0))
+        return (lambda q, k: f(q, k)[0][0]), (queue, jax.random.key(0)), want[0][0]
     if name == "plus1_f32":  # one XLA kernel reading and writing as much as a 2^27 merge
         x = jax.random.normal(jax.random.key(6), (2**27,), jnp.float32)
         return jax.jit(lambda v: v + 1), (x,), x + 1
