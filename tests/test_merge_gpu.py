@@ -204,8 +204,9 @@ def test_cpu_gpu_bit_identical(rng, dtype, descending):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.int64], ids=dtype_id)
 def test_cpu_gpu_bit_identical_many_boundaries(rng, dtype):
-    """More than 4096 tile boundaries: the GPU partition takes its thread-per-boundary path
-    (ffi/cuda/partition.cuh). Ragged rows, both directions, indices, and merge_runs."""
+    """More than 4096 tile boundaries (tuning.h kWarpSearchMaxBoundaries: 3072): the GPU
+    partition takes its thread-per-boundary path (ffi/cuda/partition.cuh). Ragged rows, both
+    directions, indices, and merge_runs."""
     rows, m, n = 512, 24000, 20000
     assert rows * ((m + n) // max(MERGE_TILES) + 1) > 4096
     a_len, b_len = rng.integers(0, m + 1, rows), rng.integers(0, n + 1, rows)

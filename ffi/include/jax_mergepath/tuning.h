@@ -130,7 +130,10 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
 // The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
 // boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
 // each block sees every pair of neighbouring boundaries it starts and can check their splits.
-inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
+// Crossover measured on an H100 (tile_sweep's partition times, NOTES.md): warps win up to ~3000
+// boundaries (int64 2^23, 2980: 17.0 vs 18.3 us; int32 2^23, 1726: 11.2 vs 14.8 us), threads
+// above (int32 2^24, 3450: 14.5 vs 18.5 us).
+inline constexpr int64_t kWarpSearchMaxBoundaries = 3072;
 
 constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
   return boundaries <= kWarpSearchMaxBoundaries ? kPartitionThreads / 32 : kPartitionThreads;
