@@ -1,7 +1,8 @@
 """Kernel time from a profiler trace: `named_jit` jits a function under a unique name (the
 trace's hlo_module stat is "jit_" + that name), `traced` runs variants under one trace and
 returns, per module, the busy time (union of event intervals) and the time per event name of
-the device's (GPU: stream events) or the host's (CPU: XLA thunks) XLA events."""
+the device's (GPU: stream events) or the host's (CPU: XLA thunks) XLA events (`device_events`,
+also read by tests/gpu/probe_cases.py's timeline)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import NamedTuple
 
 import jax
 
@@ -41,34 +42,46 @@ def _union_ns(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+class DeviceEvent(NamedTuple):
+    start_ns: float
+    duration_ns: float
+    name: str
+    stats: list  # (name, value) pairs
+
+
+def device_events(path: str, platform: str) -> list[DeviceEvent]:
+    """The XLA events of a trace file on the device (GPU: its stream lines) or the host (CPU:
+    its XLA thunks), in the file's order."""
+    data = jax.profiler.ProfileData.from_file(path)
+    plane_name = "/device:GPU:0" if platform == "gpu" else "/host:CPU"
+    events = []
+    with warnings.catch_warnings():  # jax 0.11: "builtin type event_stats has no __module__"
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for plane in data.planes:
+            if plane.name != plane_name:
+                continue
+            for line in plane.lines:
+                if platform == "gpu" and not line.name.startswith("Stream"):
+                    continue
+                events += [DeviceEvent(ev.start_ns, ev.duration_ns, ev.name, list(ev.stats))
+                           for ev in line.events]
+    return events
+
+
 def _parse_trace(path: str, platform: str, modules: set[str], all_events: bool = False):
     """Per module: (busy ns, {event name: ns}) of the device's (GPU) or host's (CPU) XLA events.
     all_events: every GPU stream event counts, under the key None (one-variant traces)."""
-    data = jax.profiler.ProfileData.from_file(path)
-    with warnings.catch_warnings():  # jax 0.11: "builtin type event_stats has no __module__"
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return _collect(data, platform, modules, all_events)
-
-
-def _collect(data: Any, platform: str, modules: set[str], all_events: bool) -> dict:
-    plane_name = "/device:GPU:0" if platform == "gpu" else "/host:CPU"
     intervals: dict = defaultdict(list)
     names: dict = defaultdict(lambda: defaultdict(float))
-    for plane in data.planes:
-        if plane.name != plane_name:
-            continue
-        for line in plane.lines:
-            if platform == "gpu" and not line.name.startswith("Stream"):
+    for ev in device_events(path, platform):
+        if all_events:
+            mod = None
+        else:
+            mod = next((v for k, v in ev.stats if k == "hlo_module"), None)
+            if mod not in modules:
                 continue
-            for ev in line.events:
-                if all_events:
-                    mod = None
-                else:
-                    mod = next((v for k, v in ev.stats if k == "hlo_module"), None)
-                    if mod not in modules:
-                        continue
-                intervals[mod].append((ev.start_ns, ev.start_ns + ev.duration_ns))
-                names[mod][ev.name] += ev.duration_ns
+        intervals[mod].append((ev.start_ns, ev.start_ns + ev.duration_ns))
+        names[mod][ev.name] += ev.duration_ns
     return {m: (_union_ns(iv), dict(names[m])) for m, iv in intervals.items()}
 
 

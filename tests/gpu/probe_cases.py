@@ -29,6 +29,7 @@ import numpy as np
 
 import jax_mergepath as jmp
 from jax_mergepath.bench.data import sorted_keys
+from jax_mergepath.bench.trace import device_events
 
 
 def sorted_rows(rows: int, d: int, dtype, seed: int) -> jax.Array:
@@ -106,14 +107,8 @@ def timeline(f, xs, calls: int) -> None:
         jax.block_until_ready(out)
         jax.profiler.stop_trace()
         path = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)[0]
-        data = jax.profiler.ProfileData.from_file(path)
-    events = []
-    for plane in data.planes:
-        if plane.name != "/device:GPU:0":
-            continue
-        for line in plane.lines:
-            if line.name.startswith("Stream"):
-                events += [(ev.start_ns, ev.duration_ns, ev.name[:60]) for ev in line.events]
+        events = [(ev.start_ns, ev.duration_ns, ev.name[:60])
+                  for ev in device_events(path, "gpu")]
     events.sort()
     gaps: dict = {}
     durs: dict = {}
