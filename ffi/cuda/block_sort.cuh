@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "block_merge.cuh"
+#include "grid_launch.cuh"
 #include "jax_mergepath/merge_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_network.h"
@@ -104,6 +105,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
     block_sort_kernel(SortCall call, typename Traits::Bits* keys_out, Value* vals_out,
                       typename Traits::Bits flip, int span, int64_t tiles_per_row,
                       bool row_flags) {
+  grid_prologue();
   using Bits = typename Traits::Bits;
   using Key = typename HeldKey<Traits>::Key;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;

@@ -14,6 +14,7 @@
 
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_args.h"
+#include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
@@ -28,9 +29,9 @@ cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaS
       merge_rows_shape(RowsPolicy::kThreads, RowsPolicy::kItems, layout.row_length());
   const int64_t blocks = ceil_div(layout.rows, rows.rows_per_block);
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  merge_rows_kernel<Traits, kPayload, Value, RowsPolicy>
-      <<<static_cast<unsigned>(blocks), RowsPolicy::kThreads, 0, stream>>>(call, flip, rows);
-  return cudaGetLastError();
+  auto* kernel = merge_rows_kernel<Traits, kPayload, Value, RowsPolicy>;
+  return launch_kernel(kernel, static_cast<unsigned>(blocks), RowsPolicy::kThreads, stream, call,
+                       flip, rows);
 }
 
 // The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts: merge_rows_items).
@@ -73,9 +74,9 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
       const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());
       const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;
       if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-      merge_packed_kernel<Traits, kPayload, Value, Policy>
-          <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(call, flip);
-      return cudaGetLastError();
+      auto* kernel = merge_packed_kernel<Traits, kPayload, Value, Policy>;
+      return launch_kernel(kernel, static_cast<unsigned>(blocks), Policy::kThreads, stream, call,
+                           flip);
     }
   }
   const TileMap map = tile_map(layout, kTile);
@@ -86,10 +87,10 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   }
   const int32_t* chain_flags =
       merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
-  merge_tiled_kernel<Traits, kPayload, Value, Policy>
-      <<<static_cast<unsigned>(map.tiles()), Policy::kThreads, 0, stream>>>(call, workspace, flip,
-                                                                          map, chain_flags);
-  return cudaGetLastError();
+  auto* kernel = merge_tiled_kernel<Traits, kPayload, Value, Policy>;
+  const int32_t* splits = workspace;
+  return launch_kernel(kernel, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
+                       splits, flip, map, chain_flags);
 }
 
 // The runtime payload of a merge call -> launch_merge's template (values move as raw bits).

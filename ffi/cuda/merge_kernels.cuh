@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "block_merge.cuh"
+#include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_args.h"
 #include "jax_mergepath/merge_path.h"
@@ -284,6 +285,7 @@ template <typename Traits, PayloadKind kPayload, typename Value, typename Policy
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
                        TileMap map, const int32_t* chain_flags) {
+  grid_prologue();
   if (tiled_block<Traits, kPayload, Value, Policy>(call, splits, flip, map, chain_flags)) {
     if constexpr (!is_ranks(kPayload)) {  // unsorted input: the merge's inputs concatenated
       const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map, true);
@@ -405,6 +407,7 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
+  grid_prologue();
   if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape)) {
     __syncthreads();  // the block's stores are done before the copy overwrites them
     const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
@@ -507,6 +510,7 @@ __device__ __forceinline__ bool packed_block(const MergeCall& call, typename Tra
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
     merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
+  grid_prologue();
   if (packed_block<Traits, kPayload, Value, Policy>(call, flip)) {
     const int row_len = static_cast<int>(call.layout.row_length());
     const int64_t per_tile = merge_rows_per_tile(Policy::kTile, row_len);

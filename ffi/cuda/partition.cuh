@@ -23,6 +23,7 @@
 
 #include <cstdint>
 
+#include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_args.h"
 #include "jax_mergepath/merge_path.h"
@@ -63,6 +64,7 @@ template <typename Traits, bool kWarpSearch>
 __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
                                  const typename Traits::Bits* b_all, typename Traits::Bits flip,
                                  TileMap map, int32_t* splits, int32_t* chain_flags) {
+  grid_prologue();
   using Bits = typename Traits::Bits;
   constexpr int kPerBlock = kWarpSearch ? kPartitionThreads / 32 : kPartitionThreads;
   __shared__ int32_t split_of[kPerBlock];
@@ -123,14 +125,12 @@ cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t*
   const int64_t blocks = partition_blocks(boundaries);
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (partition_boundaries_per_block(boundaries) < kPartitionThreads) {
-    partition_kernel<Traits, true><<<grid, kPartitionThreads, 0, stream>>>(
-        layout, a, b, flip, map, workspace, chain_flags);
-  } else {
-    partition_kernel<Traits, false><<<grid, kPartitionThreads, 0, stream>>>(
-        layout, a, b, flip, map, workspace, chain_flags);
-  }
-  return cudaGetLastError();
+  auto* warp_search = partition_kernel<Traits, true>;
+  auto* thread_search = partition_kernel<Traits, false>;
+  auto* kernel = partition_boundaries_per_block(boundaries) < kPartitionThreads ? warp_search
+                                                                                : thread_search;
+  return launch_kernel(kernel, grid, kPartitionThreads, stream, layout, a, b, flip, map, workspace,
+                       chain_flags);
 }
 
 }  // namespace jax_mergepath

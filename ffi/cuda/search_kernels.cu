@@ -7,6 +7,7 @@
 //   queries, one merge path (merge_cuda with a ranks payload).
 #include <cuda_runtime.h>
 
+#include "grid_launch.cuh"
 #include "jax_mergepath/merge_path.h"
 #include "merge_launch.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 template <typename Traits>
 __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
+  grid_prologue();
   using Bits = typename Traits::Bits;
   const int64_t q = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (q >= call.rows * call.queries) return;
@@ -36,6 +38,7 @@ inline constexpr int kIsSortedChunk = 16;
 
 template <typename Traits>
 __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
+  grid_prologue();
   using Bits = typename Traits::Bits;
   const int64_t total = call.rows * call.length;
   const int64_t e0 = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kIsSortedChunk;
@@ -80,6 +83,7 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
 
 template <typename Traits>
 __global__ void searchsorted_kernel(SearchCall call) {
+  grid_prologue();
   using Bits = typename Traits::Bits;
   const int64_t q = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (q >= call.rows * call.queries) return;
@@ -100,9 +104,8 @@ cudaError_t searchsorted_cuda(const SearchCall& call, int32_t* splits, cudaStrea
   const int64_t blocks = (total + kThreads - 1) / kThreads;
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   return visit_key_type(call.key_type, [&](auto traits) {
-    searchsorted_kernel<decltype(traits)>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(call);
-    return cudaGetLastError();
+    auto* kernel = searchsorted_kernel<decltype(traits)>;
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call);
   });
 }
 
@@ -119,9 +122,9 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
-    is_sorted_kernel<Traits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        call, direction_mask<Traits>(call.descending));
-    return cudaGetLastError();
+    auto* kernel = is_sorted_kernel<Traits>;
+    const typename Traits::Bits flip = direction_mask<Traits>(call.descending);
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call, flip);
   });
 }
 
@@ -132,9 +135,9 @@ cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
-    co_rank_kernel<Traits><<<blocks, kThreads, 0, stream>>>(
-        call, direction_mask<Traits>(call.descending));
-    return cudaGetLastError();
+    auto* kernel = co_rank_kernel<Traits>;
+    const typename Traits::Bits flip = direction_mask<Traits>(call.descending);
+    return launch_kernel(kernel, blocks, kThreads, stream, call, flip);
   });
 }
 

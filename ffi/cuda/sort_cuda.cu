@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "block_sort.cuh"
+#include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
 #include "merge_launch.h"
 
@@ -46,11 +47,13 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
       span < Policy::kTile ? ceil_div(rows, Policy::kTile / span) : rows * tiles_per_row;
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const auto flip = direction_mask<Traits>(call.descending);
-  block_sort_kernel<Traits, kPayload, Value, Policy>
-      <<<static_cast<unsigned>(blocks), Policy::kThreads, 0, stream>>>(
-          call, key_buf[cur], val_buf[cur], flip, static_cast<int>(span), tiles_per_row,
-          row_flags);
-  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  auto* block_sort = block_sort_kernel<Traits, kPayload, Value, Policy>;
+  if (cudaError_t err = launch_kernel(block_sort, static_cast<unsigned>(blocks), Policy::kThreads,
+                                      stream, call, key_buf[cur], val_buf[cur], flip,
+                                      static_cast<int>(span), tiles_per_row, row_flags);
+      err != cudaSuccess) {
+    return err;
+  }
 
   for (int64_t width = Policy::kTile; width < d; width *= 2, cur ^= 1) {
     const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],

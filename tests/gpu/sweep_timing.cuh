@@ -1,6 +1,7 @@
 // sweep_timing.cuh: what the GPU sweep programs (tile_sweep.cu, sort_sweep.cu) share: CHECK_CUDA
 // (every CUDA call checked; a failure prints the call and exits 1) and time_ms (device time of
-// f() between CUDA events: `warmups` untimed calls, then the median of `repeats` timed ones).
+// f() between CUDA events recorded on `stream`: `warmups` untimed calls, then the median of
+// `repeats` timed ones).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,16 +22,16 @@
   } while (0)
 
 template <typename F>
-float time_ms(F&& f, int repeats, int warmups = 3) {
+float time_ms(F&& f, int repeats, int warmups = 3, cudaStream_t stream = nullptr) {
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
   for (int w = 0; w < warmups; ++w) f();
   std::vector<float> times;
   for (int r = 0; r < repeats; ++r) {
-    CHECK_CUDA(cudaEventRecord(start));
+    CHECK_CUDA(cudaEventRecord(start, stream));
     f();
-    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventRecord(stop, stream));
     CHECK_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));

@@ -1,0 +1,42 @@
+// grid_launch.cuh: how every kernel of the package is launched: with programmatic dependent
+// launch (Hopper), so a kernel's blocks are made resident while the kernel before it in the
+// stream finishes (the launch gap between two kernels of one call, ~2 us on an H100, goes;
+// NOTES.md), and nothing else changes: every kernel starts with grid_prologue(), which waits
+// until the previous kernel has completed and its writes are visible before the kernel touches
+// memory. Order and visibility are exactly those of plain stream order; without programmatic
+// launch (older GPUs, a graph without the edge) the prologue is a no-op.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace jax_mergepath {
+
+// First statement of every kernel: lets the next kernel of the stream be scheduled once every
+// block of this one has started, then waits for the previous kernel to complete.
+__device__ __forceinline__ void grid_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Enqueues kernel<<<grid, block, 0, stream>>>(args...) with programmatic stream serialization
+// (the kernel must start with grid_prologue()). Returns the launch's error.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
+                          cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute overlap;
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.stream = stream;
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace jax_mergepath
