@@ -4,7 +4,10 @@
 // NOTES.md), and nothing else changes: every kernel starts with grid_prologue(), which waits
 // until the previous kernel has completed and its writes are visible before the kernel touches
 // memory. Order and visibility are exactly those of plain stream order; without programmatic
-// launch (older GPUs, a graph without the edge) the prologue is a no-op.
+// launch (older GPUs, a graph without the edge) the prologue is a no-op. A build with code for
+// an architecture below sm_90 (CMakeLists.txt defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches
+// plainly: such code has no prologue (griddepcontrol needs sm_90), and PTX of it compiled for a
+// Hopper GPU at load time must not overlap the kernel before it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,15 +30,17 @@ __device__ __forceinline__ void grid_prologue() {
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
                           cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute overlap;
+  cudaLaunchAttribute overlap{};
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
   config.stream = stream;
+#ifndef JMP_NO_PROGRAMMATIC_LAUNCH
   config.attrs = &overlap;
   config.numAttrs = 1;
+#endif
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 

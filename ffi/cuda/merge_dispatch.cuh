@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <iterator>
 
+#include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_args.h"
-#include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"

@@ -152,8 +152,8 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
     CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value, Policy>(call, in.workspace, g_stream)));
   };
   const int64_t total = in.rows * (in.m + in.n);
-  CHECK_CUDA(cudaMemset(in.out, 0, total * sizeof(Bits)));
-  CHECK_CUDA(cudaMemset(in.out_vals, 0, total * sizeof(Value)));
+  CHECK_CUDA(cudaMemsetAsync(in.out, 0, total * sizeof(Bits), g_stream));
+  CHECK_CUDA(cudaMemsetAsync(in.out_vals, 0, total * sizeof(Value), g_stream));
   go();
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<Bits> got(total);
