@@ -30,14 +30,14 @@ __device__ __forceinline__ void grid_prologue() {
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
                           cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
   config.stream = stream;
 #ifndef JMP_NO_PROGRAMMATIC_LAUNCH
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &overlap;
   config.numAttrs = 1;
 #endif

@@ -88,9 +88,8 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const int32_t* chain_flags =
       merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
   auto* kernel = merge_tiled_kernel<Traits, kPayload, Value, Policy>;
-  const int32_t* splits = workspace;
   return launch_kernel(kernel, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
-                       splits, flip, map, chain_flags);
+                       workspace, flip, map, chain_flags);
 }
 
 // The runtime payload of a merge call -> launch_merge's template (values move as raw bits).

@@ -123,8 +123,8 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     auto* kernel = is_sorted_kernel<Traits>;
-    const typename Traits::Bits flip = direction_mask<Traits>(call.descending);
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call, flip);
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call,
+                         direction_mask<Traits>(call.descending));
   });
 }
 
@@ -136,8 +136,8 @@ cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream) {
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     auto* kernel = co_rank_kernel<Traits>;
-    const typename Traits::Bits flip = direction_mask<Traits>(call.descending);
-    return launch_kernel(kernel, blocks, kThreads, stream, call, flip);
+    return launch_kernel(kernel, blocks, kThreads, stream, call,
+                         direction_mask<Traits>(call.descending));
   });
 }
 
