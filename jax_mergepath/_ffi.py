@@ -122,14 +122,20 @@ def merge_workspace_per_row(
 def sort_partition_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize
 ) -> DimSize:
-    """An upper bound of sort_partition_elements per row of `length` keys. A pass of run width
-    w (sort tile <= w < length) merges P = ceil(length / 2w) run pairs of at most 2w outputs,
-    T = ceil(min(length, 2w) / merge tile) tiles each: P (T + 1) boundaries, at most
-    2 length / merge tile + length / sort tile + 2."""
+    """An upper bound of sort_partition_elements per row of `length` keys. A tile map of run
+    pairs of width W (sort tile <= W / 2 < length) has P = ceil(length / W) pairs of at most W
+    outputs, T = ceil(min(length, W) / tile) tiles each: P (T + 1) boundaries, at most
+    2 length / tile + 2 length / sort tile + 2. A two-way pass has one such map on the merge
+    tile; a quad pass two on the quad tile, the second with 3 int32 a boundary."""
     carried = _payload_bytes(payload, value_bytes)  # a pass carries the payload as values
     merge = int(_cpu.merge_tile(key_bytes, carried))
+    quad = int(_cpu.quad_tile(key_bytes, carried))
     sort = int(_cpu.sort_tile(key_bytes, carried))
-    return 2 * ((length + merge - 1) // merge) + (length + sort - 1) // sort + 2
+
+    def boundaries(tile: int) -> DimSize:
+        return 2 * ((length + tile - 1) // tile) + 2 * ((length + sort - 1) // sort) + 2
+
+    return boundaries(merge) + 4 * boundaries(quad)
 
 
 def export_disabled_checks() -> list[jax.export.DisabledSafetyCheck]:

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "jax_mergepath/merge_args.h"
 #include "jax_mergepath/merge_path.h"
@@ -27,6 +28,7 @@ struct Segment : StagedSegment {
 // them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
 template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
 struct MergeShared {
+  static constexpr PayloadKind kPayloadKind = kPayload;
   static constexpr int kTile = kThreads * kItems;
   static constexpr int kValueSlots = kPayload == PayloadKind::kValue ? kSharedSlots<Value, kTile> : 1;
   static constexpr int kElemBytes = std::max({int(sizeof(Bits)),
@@ -66,12 +68,15 @@ __device__ __forceinline__ TileLocs load_tile(
 
 // The block's outputs: keys, then the payload (indices, or values gathered from `vals` at the
 // value positions in src_reg). Call after a barrier that ends every read of the keys in `stage`.
-template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
-__device__ __forceinline__ void store_tile_outputs(
-    MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits (&key_reg)[kItems],
-    const int (&src_reg)[kItems], const int32_t (&index_reg)[kItems], Bits* out,
-    void* out_payload, int count) {
-  constexpr int kRegion = MergeShared<kPayload, Bits, Value, kThreads, kItems>::kRegionBytes;
+// Shared: a MergeShared, or a layout with the same members (quad_merge.cuh).
+template <typename Shared, typename Bits, int kItems>
+__device__ __forceinline__ void store_tile_outputs(Shared& shared, const Bits (&key_reg)[kItems],
+                                                   const int (&src_reg)[kItems],
+                                                   const int32_t (&index_reg)[kItems], Bits* out,
+                                                   void* out_payload, int count) {
+  constexpr PayloadKind kPayload = Shared::kPayloadKind;
+  using Value = std::remove_reference_t<decltype(shared.vals[0])>;
+  constexpr int kRegion = Shared::kRegionBytes;
   store_warp_striped<kItems, kRegion>(key_reg, shared.stage, out, count);
   if constexpr (kPayload == PayloadKind::kIndex) {
     store_warp_striped<kItems, kRegion>(index_reg, shared.stage,

@@ -5,16 +5,20 @@
 //      are checked by the block sort itself (a block of sorted rows skips its sort);
 //   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
 //      from which the passes end in the outputs; tiles of sorted rows copied to the outputs;
-//   3. passes: each ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
-//      (MergeLayout kRunPairs), run width tile, 2 tile, ..., ping-ponging between the outputs
-//      and the spare buffers; sorted rows' merges are empty (row_done).
+//   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
+//      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
+//      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
+//      sort_uses_quads) merges four runs at once, quadrupling it; sorted rows' merges are empty
+//      (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
 // sort and moved by the passes as a kValue payload of its width.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "block_sort.cuh"
+#include "quad_merge.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
 #include "merge_launch.h"
@@ -29,7 +33,9 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
   const int64_t rows = call.rows, d = call.length;
   if (rows == 0 || d == 0) return cudaSuccess;
-  const int passes = sort_passes(Policy::kTile, d);
+  constexpr bool kQuads =
+      sort_uses_quads(int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0);
+  const int passes = sort_pass_count(kQuads, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
     const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
@@ -55,12 +61,18 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
     return err;
   }
 
-  for (int64_t width = Policy::kTile; width < d; width *= 2, cur ^= 1) {
+  for (int64_t width = Policy::kTile; width < d; cur ^= 1) {
     const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
                                      val_buf[cur ^ 1], kCarry ? int(sizeof(Value)) : 0);
-    if (cudaError_t err = merge_cuda(pass, splits, stream); err != cudaSuccess) {
+    const bool quad = sort_pass_is_quad(kQuads, width, d);
+    using Carried = std::conditional_t<kCarry, Value, uint8_t>;
+    constexpr PayloadKind kCarriedKind = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
+    if (cudaError_t err = quad ? launch_quad_pass<Traits, kCarriedKind, Carried>(pass, splits, stream)
+                               : merge_cuda(pass, splits, stream);
+        err != cudaSuccess) {
       return err;
     }
+    width *= quad ? 4 : 2;
   }
   return cudaSuccess;
 }

@@ -89,6 +89,12 @@ NB_MODULE(_cpu, m) {
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
   m.def("sort_tile", &jax_mergepath::sort_tile, "keys per block-sort tile");
   m.def(
+      "quad_tile",
+      [](int key_bytes, int payload_bytes) {
+        return jax_mergepath::quad_shape(key_bytes, payload_bytes).tile;
+      },
+      "outputs per tile of a sort's quad (four-way) pass");
+  m.def(
       "merge_workspace_elements",
       [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t m, int64_t n) {
         return jax_mergepath::merge_workspace_elements(

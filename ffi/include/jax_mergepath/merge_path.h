@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/host_device.h"
 #include "jax_mergepath/ordering.h"
 
@@ -108,6 +109,75 @@ template <typename Index, typename KeyA, typename KeyB>
 JMP_HD Index co_rank(Index k, Index m, Index n, Index mv, Index nv, const KeyA& key_a,
                      const KeyB& key_b) {
   return co_rank_between(k, co_rank_lower(k, n), co_rank_upper(k, m), mv, nv, key_a, key_b);
+}
+
+// ------------------------------------------------------------------ four-way merges
+// A quad pass of a mergesort merges four consecutive sorted runs A, B, C, D at once (ties in that
+// order: stable) as merge(X, Y) of X = merge(A, B) and Y = merge(C, D), neither of which is ever
+// written. Its tiles need, for an output diagonal d, how many outputs come from X (x) and the
+// splits of X and Y there (a of A, c of C). X and Y are only known through their own two-way
+// splits sampled every `tile` outputs (xs(k) / ys(k): A's / C's elements among the first
+// min(k tile, length) outputs; the partition pass of the pairs (A, B), (C, D)). d is a multiple
+// of tile or the end.
+struct QuadSplit {
+  int64_t x, a, c;
+};
+
+// co_rank(i) of the pair (P, Q) (lp, lq elements, all valid) from its splits sampled every
+// `tile` outputs: exact at a sample, else a bisection between the two samples around i.
+template <typename Splits, typename KeyP, typename KeyQ>
+JMP_HD int64_t sampled_co_rank(int64_t i, int64_t tile, int64_t lp, int64_t lq,
+                               const Splits& split_at, const KeyP& key_p, const KeyQ& key_q) {
+  if (i <= 0) return 0;
+  if (i >= lp + lq) return lp;
+  const int64_t k = i / tile;
+  const int64_t below = split_at(k);
+  if (k * tile == i) return below;
+  const int64_t above = split_at(k + 1);
+  const int64_t lo = co_rank_lower(i, lq), hi = co_rank_upper(i, lp);
+  return co_rank_between(i, below > lo ? below : lo, above < hi ? above : hi, lp, lq, key_p,
+                         key_q);
+}
+
+// The quad split of diagonal d: x is co_rank(d) of the merge of X with Y, searched first on the
+// samples (X[k tile] and Y[d - k tile - 1] are next to sampled splits: no search), then inside
+// the one tile of X left, each probe finding X[i] and Y[d - 1 - i] by sampled_co_rank.
+template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
+          typename KeyD>
+JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
+                              int64_t ld, const XSplits& xs, const YSplits& ys, const KeyA& key_a,
+                              const KeyB& key_b, const KeyC& key_c, const KeyD& key_d) {
+  const int64_t xl = la + lb, yl = lc + ld;
+  // X[i], i < xl: the output after X's split at i.
+  auto x_at = [&](int64_t i) {
+    const int64_t a = sampled_co_rank(i, tile, la, lb, xs, key_a, key_b);
+    const int64_t b = i - a;
+    return b_first(a, b, la, lb, key_a, key_b) ? key_b(b) : key_a(a);
+  };
+  // Y[m - 1], 1 <= m <= yl: the last of Y's first m outputs (D's on a tie: it went after C's).
+  auto y_last = [&](int64_t m) {
+    const int64_t c = sampled_co_rank(m, tile, lc, ld, ys, key_c, key_d);
+    const int64_t e = m - c;
+    if (c == 0) return key_d(e - 1);
+    if (e == 0) return key_c(c - 1);
+    const auto from_c = key_c(c - 1), from_d = key_d(e - 1);
+    return from_d < from_c ? from_c : from_d;
+  };
+  // b_first of the merge of X with Y: Y's element goes first only when strictly smaller.
+  auto y_before = [&](int64_t i) { return y_last(d - i) < x_at(i); };
+  const int64_t lo = co_rank_lower(d, yl), hi = co_rank_upper(d, xl);
+  int64_t x = lo;
+  if (lo < hi) {
+    const int64_t k_min = ceil_div(lo, tile), k_max = (hi - 1) / tile;
+    const int64_t k_first =
+        k_min <= k_max ? co_rank_search(k_min, k_max + 1, [&](int64_t k) { return y_before(k * tile); })
+                       : k_max + 1;
+    const int64_t fine_lo = k_first > k_min ? (k_first - 1) * tile + 1 : lo;
+    const int64_t fine_hi = k_first <= k_max ? k_first * tile : hi;
+    x = co_rank_search(fine_lo, fine_hi, y_before);
+  }
+  return {x, sampled_co_rank(x, tile, la, lb, xs, key_a, key_b),
+          sampled_co_rank(d - x, tile, lc, ld, ys, key_c, key_d)};
 }
 
 // searchsorted of one query: the number of a's keys (length of them, read by key_at(i) as

@@ -193,26 +193,83 @@ struct SortPolicy {
   static constexpr int64_t kTile = sort_tile(kKeyBytes, kPayloadBytes);
 };
 
-// Merge passes after the block sort of rows of `length`: runs of width tile, 2 tile, ... until
-// one run covers the row.
+// Two-way merge levels after the block sort of rows of `length`: runs of width tile, 2 tile, ...
+// until one run covers the row.
 constexpr int sort_passes(int64_t tile, int64_t length) {
   int passes = 0;
   for (int64_t width = tile; width < length; width *= 2) ++passes;
   return passes;
 }
 
-// int32 elements of the CUDA sort's workspace for partitions: the largest pass's splits (a
-// pass carries the payload as a value: kIndex positions are 4-byte values).
+// Quad passes (four-way merges, merge_path.h quad_co_rank; ffi/cuda/quad_merge.cuh): one pass
+// does two merge levels with one read and one write of the keys. A quad block merges its
+// four ranges pairwise in shared memory, then the two results; it takes the merge shape's
+// threads and items, uncapped, and (threads - 1) x items outputs (the first level pads X's
+// outputs to whole threads). Which sorts take them is data (sort_uses_quads).
+struct QuadShape {
+  int threads, items, min_blocks;
+  int64_t tile;
+};
+
+constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
+  const MergeShape s = merge_shape(key_bytes, payload_bytes);
+  return {s.threads, s.items, 1, int64_t{s.threads - 1} * s.items};
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct QuadPolicy {
+  static constexpr QuadShape kShape = quad_shape(kKeyBytes, kPayloadBytes);
+  static constexpr int kThreads = kShape.threads;
+  static constexpr int kItems = kShape.items;
+  static constexpr int kMinBlocks = kShape.min_blocks;
+  static constexpr int64_t kTile = kShape.tile;
+};
+
+constexpr bool sort_uses_quads(int key_bytes, int payload_bytes) {
+  return key_bytes > 0 && payload_bytes >= 0;
+}
+
+// A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
+// two-way levels left are even (an odd count starts with one two-way pass).
+constexpr bool sort_pass_is_quad(bool quads, int64_t width, int64_t length) {
+  return quads && sort_passes(width, length) % 2 == 0;
+}
+
+// The passes (launches) of a sort after its block sort of `tile`.
+constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
+  int passes = 0;
+  for (int64_t width = tile; width < length; width *= sort_pass_is_quad(quads, width, length) ? 4 : 2) {
+    ++passes;
+  }
+  return passes;
+}
+
+// int32 elements of a quad pass's workspace: the splits of its pairs (A, B), (C, D) every quad
+// tile (the two-way partition of run width `width`), then three a boundary of its quad tiles
+// (quad_co_rank: x, a, c).
+constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& pairs) {
+  MergeLayout quads = pairs;
+  quads.n = 2 * pairs.n;
+  return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
+}
+
+// int32 elements of the CUDA sort's workspace for partitions: the largest pass's (a pass
+// carries the payload as a value: kIndex positions are 4-byte values).
 constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                           int64_t rows, int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes(payload, value_bytes));
   const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
   const int carried_bytes = payload_bytes(payload, value_bytes);
+  const bool quads = sort_uses_quads(key_bytes, carried_bytes);
   int64_t most = 1;
-  for (int64_t width = tile; width < length; width *= 2) {
+  for (int64_t width = tile; width < length;) {
     const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
-    const int64_t need = merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
+    const bool quad = sort_pass_is_quad(quads, width, length);
+    const int64_t need =
+        quad ? quad_workspace_elements(quad_shape(key_bytes, carried_bytes).tile, pass)
+             : merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
     most = need > most ? need : most;
+    width *= quad ? 4 : 2;
   }
   return most;
 }
