@@ -78,6 +78,26 @@ def test_gpu_tile_sweep(rng, dtype, descending):
             check_sort(x, descending=descending, what=f"gpu {pattern}")
 
 
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int32, np.float32, np.int64, np.float64], ids=dtype_id
+)
+def test_gpu_quad_passes(rng, dtype):
+    """Sorts whose passes merge four runs at once (tuning.h sort_uses_quads): 1 to 5 two-way
+    levels after the block sort (an odd count starts with a two-way pass), quads with one to
+    three runs (the last quad of a row), quad tiles whose four ranges are empty or whole runs,
+    and batches whose sorted rows skip every pass (argsort: the carried int32 positions)."""
+    t = sort_tile(dtype)
+    sizes = (2 * t + 1, 3 * t, 4 * t - 1, 4 * t + 1, 5 * t + 7, 8 * t + 1, 13 * t + 5, 16 * t)
+    for i, n in enumerate((*sizes, 16 * t + 3, 33 * t + 3)):
+        pattern = PATTERNS[i % len(PATTERNS)]
+        x = sort_input(rng, dtype, (n,), pattern, descending=bool(i % 2))
+        check_sort(x, descending=bool(i % 2), what=f"gpu quad {pattern}")
+    rows = sort_input(rng, dtype, (4, 9 * t + 2), "few")
+    rows[1] = np.sort(rows[1])
+    rows[3] = np.sort(rows[3])
+    check_sort(rows, what="gpu quad rows, two of them sorted")
+
+
 @pytest.mark.parametrize("value_dtype", [np.int8, np.float16, np.int32, np.float64], ids=dtype_id)
 def test_gpu_sort_by_key_tile_sweep(rng, value_dtype):
     t = sort_tile(np.float32, np.dtype(value_dtype).itemsize)
