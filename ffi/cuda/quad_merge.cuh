@@ -4,10 +4,10 @@
 //   1. the two-way partition (partition.cuh) of the run pairs (A, B) and (C, D) of width w, on
 //      the quad tile: the splits of X = merge(A, B) and Y = merge(C, D) every quad tile;
 //   2. quad_partition_kernel: for every quad tile boundary d, merge_path.h's quad_co_rank from
-//      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
+//      those samples (a group of lanes a boundary): (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
 //   3. quad_merge_kernel: one block per quad tile loads its four exact ranges into shared
-//      memory, merges A with B and C with D (first level, in place: X's outputs padded to
+//      memory (one round trip), merges A with B and C with D (first level, in place: X's outputs padded to
 //      whole threads, Y's after them), then X with Y (merge_full both times) into registers, and
 //      stores through shared memory like the tiled merge (block_merge.cuh).
 // Sort passes only: runs sorted by the block sort (no unsorted-input checks), every key valid,
@@ -44,8 +44,14 @@ __device__ __forceinline__ QuadRuns quad_runs(const RowGeometry& g, int64_t widt
   return {la, g.m - la, lc, g.n - lc};
 }
 
-// One thread per quad tile boundary: quad_co_rank from the pairs' sampled splits.
-// quads: the run pairs of width 2 w (one a quad); map: its quad tile map; pairs_per_row /
+// The lanes that search one quad tile boundary together (a group of a warp).
+inline constexpr int kQuadLanes = 8;
+
+// A group of kQuadLanes lanes per quad tile boundary: merge_path.h's quad_co_rank with the
+// bisection inside x's tile made kQuadLanes-ary (each lane probes one i with its own bracketed
+// pair co-ranks; the group keeps the probes around the first hit as its new brackets): the
+// same split, in about a third of the dependent loads (the search is bound by their latency).
+// quads: the run pairs of width 2 w (one a quad); map: its quad tile map; pair_tiles /
 // pair_splits: the two-way partition of the run pairs of width w on the same tile.
 template <typename Traits>
 __global__ void __launch_bounds__(kQuadPartitionThreads)
@@ -54,8 +60,11 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
                           const int32_t* pair_splits, int32_t* quad_splits) {
   grid_prologue();
   using Bits = typename Traits::Bits;
-  const int64_t id = int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x;
-  if (id >= map.boundaries()) return;
+  const int64_t id = (int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x) / kQuadLanes;
+  if (id >= map.boundaries()) return;  // (whole groups alike)
+  const int lane = static_cast<int>(threadIdx.x) % kQuadLanes;
+  const int group_base = static_cast<int>(threadIdx.x & 31) - lane;
+  const unsigned group = ((1u << kQuadLanes) - 1) << group_base;
   const int64_t quad = id / (map.tiles_per_merge + 1), t = id - quad * (map.tiles_per_merge + 1);
   const RowGeometry g = row_geometry(quads, quad);
   const QuadRuns runs = quad_runs(g, quads.n / 2);
@@ -67,24 +76,64 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   const int64_t pair_x = row * pairs_per_row + 2 * (quad - row * quads_per_row);
   const int32_t* xs = pair_splits + pair_x * (pair_tiles + 1);
   const int32_t* ys = xs + (pair_tiles + 1);  // read only when Y has elements
-  const Bits* a = x + g.a_offset;
-  const Bits* b = a + runs.la;
-  const Bits* c = x + g.b_offset;
-  const Bits* e = c + runs.lc;
-  auto key = [flip](const Bits* p, int64_t i) { return directed_key<Traits>(__ldg(p + i), flip); };
-  const QuadSplit s = quad_co_rank(
-      d, map.tile, runs.la, runs.lb, runs.lc, runs.ld,
-      [&](int64_t k) { return int64_t{__ldg(xs + k)}; },
-      [&](int64_t k) { return int64_t{__ldg(ys + k)}; }, [&](int64_t i) { return key(a, i); },
-      [&](int64_t i) { return key(b, i); }, [&](int64_t i) { return key(c, i); },
-      [&](int64_t i) { return key(e, i); });
-  quad_splits[3 * id] = static_cast<int32_t>(s.x);
-  quad_splits[3 * id + 1] = static_cast<int32_t>(s.a);
-  quad_splits[3 * id + 2] = static_cast<int32_t>(s.c);
+  const Bits* a_keys = x + g.a_offset;
+  const Bits* b_keys = a_keys + runs.la;
+  const Bits* c_keys = x + g.b_offset;
+  const Bits* d_keys = c_keys + runs.lc;
+  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a_keys + i), flip); };
+  auto key_b = [&](int64_t i) { return directed_key<Traits>(__ldg(b_keys + i), flip); };
+  auto key_c = [&](int64_t i) { return directed_key<Traits>(__ldg(c_keys + i), flip); };
+  auto key_d = [&](int64_t i) { return directed_key<Traits>(__ldg(d_keys + i), flip); };
+  auto x_split = [&](int64_t k) { return int64_t{__ldg(xs + k)}; };
+  auto y_split = [&](int64_t k) { return int64_t{__ldg(ys + k)}; };
+  const auto q = quad_keys(runs.la, runs.lb, runs.lc, runs.ld, key_a, key_b, key_c, key_d);
+  QuadSearch s = quad_search_start(q, d, map.tile, x_split, y_split);
+  int64_t a = 0, c = 0;
+  while (s.lo < s.hi) {  // (uniform in the group)
+    const int64_t step = (s.hi - s.lo + kQuadLanes - 1) / kQuadLanes;
+    const int64_t i = s.lo + lane * step;
+    const bool probed = i < s.hi;
+    bool hit = false;
+    if (probed) {
+      q.pair_splits(s.xb, s.yb, i, d - i, a, c);
+      hit = q.y_before(a, i, c, d - i);
+    }
+    const unsigned hits = (__ballot_sync(group, hit) & group) >> group_base;
+    const unsigned probes = (__ballot_sync(group, probed) & group) >> group_base;
+    // The last probe below the split (if any) and the first at or after it (if any).
+    const int first = hits ? __ffs(hits) - 1 : -1;
+    const int below = hits ? first - 1 : 31 - __clz(probes);
+    const int64_t a_below = __shfl_sync(group, a, below < 0 ? 0 : below, kQuadLanes);
+    const int64_t c_below = __shfl_sync(group, c, below < 0 ? 0 : below, kQuadLanes);
+    const int64_t a_first = __shfl_sync(group, a, first < 0 ? 0 : first, kQuadLanes);
+    const int64_t c_first = __shfl_sync(group, c, first < 0 ? 0 : first, kQuadLanes);
+    const int64_t base = s.lo;
+    if (below >= 0) {
+      const int64_t i_below = base + below * step;
+      s.lo = i_below + 1;
+      s.xb.i0 = i_below;
+      s.xb.s0 = a_below;
+      s.yb.i1 = d - i_below;
+      s.yb.s1 = c_below;
+    }
+    if (first >= 0) {
+      const int64_t i_first = base + first * step;
+      s.hi = i_first;
+      s.xb.i1 = i_first;
+      s.xb.s1 = a_first;
+      s.yb.i0 = d - i_first;
+      s.yb.s0 = c_first;
+    }
+  }
+  q.pair_splits(s.xb, s.yb, s.lo, d - s.lo, a, c);
+  if (lane == 0) {
+    quad_splits[3 * id] = static_cast<int32_t>(s.lo);
+    quad_splits[3 * id + 1] = static_cast<int32_t>(a);
+    quad_splits[3 * id + 2] = static_cast<int32_t>(c);
+  }
 }
 
-// Shared memory of a quad block: `stage` holds the four ranges as loaded (two load_two_ranges
-// regions), then the first level's outputs in place, then the warps' output transposes; `vals`
+// Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges), then the first level's outputs in place, then the warps' output transposes; `vals`
 // the values as loaded; `src` each first-level output's value position. Slack: both regions'
 // alignment gaps and the merges' reads past a range's end.
 template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
@@ -92,8 +141,8 @@ struct QuadShared {
   static constexpr PayloadKind kPayloadKind = kPayload;
   static constexpr bool kValues = kPayload == PayloadKind::kValue;
   static constexpr int kTile = kThreads * kItems;
-  static constexpr int kKeySlots = kTile + 6 * kPerVector<Bits> + 2 * kItems + 2;
-  static constexpr int kValueSlots = kValues ? kTile + 6 * kPerVector<Value> + 2 * kItems + 2 : 1;
+  static constexpr int kKeySlots = kTile + 8 * kPerVector<Bits> + 2 * kItems + 2;
+  static constexpr int kValueSlots = kValues ? kTile + 8 * kPerVector<Value> + 2 * kItems + 2 : 1;
   static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
   static constexpr int kStageBytes = std::max(kKeySlots * int(sizeof(Bits)), kTile * kElemBytes);
@@ -102,19 +151,6 @@ struct QuadShared {
   uint16_t src[kValues ? kTile : 1];
   __device__ Bits* keys() { return reinterpret_cast<Bits*>(stage); }
 };
-
-// Loads two consecutive pairs of ranges (A, B), then (C, D), into `slots`: positions in loc[4].
-template <int kThreads, int kTile, typename T>
-__device__ __forceinline__ void load_four_ranges(const T* const (&src)[4], const int (&count)[4],
-                                                 T* slots, int (&loc)[4]) {
-  load_two_ranges<kThreads, kTile>(src[0], count[0], src[1], count[1], slots, loc[0], loc[1]);
-  constexpr int kPer = kPerVector<T>;
-  const int second = (loc[1] + count[1] + kPer - 1) / kPer * kPer;  // 16-byte aligned
-  load_two_ranges<kThreads, kTile>(src[2], count[2], src[3], count[3], slots + second, loc[2],
-                                   loc[3]);
-  loc[2] += second;
-  loc[3] += second;
-}
 
 // quads: the run pairs of width 2 w in call.layout; splits: quad_partition_kernel's.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
@@ -155,9 +191,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     const Value* vin = static_cast<const Value*>(call.a_values);
     const Value* const val_src[4] = {vin + run_at[0] + first[0], vin + run_at[1] + first[1],
                                      vin + run_at[2] + first[2], vin + run_at[3] + first[3]};
-    load_four_ranges<kThreads, kTile>(val_src, count, shared.vals, vloc);
+    load_ranges<kThreads, kTile, 4>(val_src, count, shared.vals, vloc);
   }
-  load_four_ranges<kThreads, kTile>(key_src, count, keys, loc);
+  load_ranges<kThreads, kTile, 4>(key_src, count, keys, loc);
   const int xn = count[0] + count[1], yn = count[2] + count[3], total = xn + yn;
   const int x_pad = (xn + kItems - 1) / kItems * kItems;  // Y's first-level outputs start here
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
@@ -242,8 +278,8 @@ cudaError_t launch_quad_pass(const MergeCall& pairs, int32_t* workspace, cudaStr
   const auto flip = direction_mask<Traits>(call.descending);
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
   auto* partition = quad_partition_kernel<Traits>;
-  const unsigned partition_blocks =
-      static_cast<unsigned>(ceil_div(quad_map.boundaries(), kQuadPartitionThreads));
+  const unsigned partition_blocks = static_cast<unsigned>(
+      ceil_div(quad_map.boundaries() * kQuadLanes, kQuadPartitionThreads));
   if (cudaError_t err =
           launch_kernel(partition, partition_blocks, kQuadPartitionThreads, stream, call.layout,
                         keys, flip, quad_map, pair_map.tiles_per_merge, workspace, quad_splits);

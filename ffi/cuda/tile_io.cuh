@@ -1,9 +1,9 @@
 // tile_io.cuh: a merge block's global <-> shared-memory traffic, in as few instructions as the
 // data allows (the merge kernels are bound by instruction issue, not only by DRAM).
 //
-//   * load_two_ranges: copies two arbitrary ranges of global memory into shared memory, 16 bytes
-//     a load for each range's 16-byte-aligned interior and one element a load for its unaligned
-//     head and tail. A range is placed at the same address modulo 16 as in global memory, so
+//   * load_two_ranges (and load_ranges, any number of them, for the quad merge): copies
+//     arbitrary ranges of global memory into shared memory, 16 bytes a load for each range's
+//     16-byte-aligned interior and one element a load for its unaligned head and tail. A range is placed at the same address modulo 16 as in global memory, so
 //     its shared position ("loc") is the first free 16-byte boundary plus its misalignment;
 //     the caller reads element e of range r at loc_r + e.
 //   * store_warp_striped: each warp transposes its threads' consecutive outputs through its own
@@ -100,6 +100,77 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
     if (q < total_chunks) *reinterpret_cast<uint4*>(shared + dst) = chunk[s];
   }
   if (has_edge) shared[e_slot] = edge;
+}
+
+// Copies kRanges ranges [src[r], src[r] + count[r]) (counts summing to at most kTile) into
+// `shared`, one after the other, returning their shared positions in loc[r]. The source issues
+// every global load before the first shared store (under a tight register cap the compiler may
+// interleave them): one round trip to memory for all ranges. Needs kThreads >= 64 kRanges
+// (warp 2 r / 2 r + 1 load range r's unaligned head / tail).
+template <int kThreads, int kTile, int kRanges, typename T>
+__device__ __forceinline__ void load_ranges(const T* const (&src)[kRanges],
+                                            const int (&count)[kRanges], T* shared,
+                                            int (&loc)[kRanges]) {
+  static_assert(kThreads >= 64 * kRanges, "the edge loads need two warps a range");
+  constexpr int kPer = kPerVector<T>;
+  constexpr int kIters = (kTile / kPer + kRanges + kThreads - 1) / kThreads;
+  int region = 0, first_chunk[kRanges + 1];
+  first_chunk[0] = 0;
+  const T* head_src[kRanges];
+  int head_dst[kRanges];
+#pragma unroll
+  for (int r = 0; r < kRanges; ++r) {
+    const RangePlan<T> plan(src[r], count[r], region);
+    region = plan.region_end();
+    loc[r] = plan.loc;
+    first_chunk[r + 1] = first_chunk[r] + plan.chunks;
+    head_src[r] = plan.src + plan.head;
+    head_dst[r] = plan.loc + plan.head;
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  // Chunk q belongs to the last range r with first_chunk[r] <= q (selected by unrolled
+  // compares: a runtime index would put these arrays in local memory).
+  uint4 chunk[kIters];
+#pragma unroll
+  for (int s = 0; s < kIters; ++s) {
+    const int q = s * kThreads + tid;
+    const T* from = head_src[0] + q * kPer;
+#pragma unroll
+    for (int r = 1; r < kRanges; ++r) {
+      if (q >= first_chunk[r]) from = head_src[r] + (q - first_chunk[r]) * kPer;
+    }
+    if (q < first_chunk[kRanges]) chunk[s] = __ldg(reinterpret_cast<const uint4*>(from));
+  }
+  // Edges: warp 2 r takes range r's head, warp 2 r + 1 its tail.
+  const int warp = tid >> 5, lane = tid & 31;
+  const T* e_src = src[0];
+  int e_count = count[0], e_loc = loc[0];
+#pragma unroll
+  for (int r = 1; r < kRanges; ++r) {
+    if (warp / 2 == r) {
+      e_src = src[r];
+      e_count = count[r];
+      e_loc = loc[r];
+    }
+  }
+  const bool is_head = (warp & 1) == 0;
+  const RangePlan<T> edge_plan(e_src, e_count, 0);
+  const int e_begin = is_head ? 0 : edge_plan.head + edge_plan.chunks * kPer;
+  const int e_edge = is_head ? edge_plan.head : edge_plan.tail;
+  const bool has_edge = warp < 2 * kRanges && lane < e_edge;
+  T edge = T(0);
+  if (has_edge) edge = __ldg(e_src + e_begin + lane);
+#pragma unroll
+  for (int s = 0; s < kIters; ++s) {
+    const int q = s * kThreads + tid;
+    int to = head_dst[0] + q * kPer;
+#pragma unroll
+    for (int r = 1; r < kRanges; ++r) {
+      if (q >= first_chunk[r]) to = head_dst[r] + (q - first_chunk[r]) * kPer;
+    }
+    if (q < first_chunk[kRanges]) *reinterpret_cast<uint4*>(shared + to) = chunk[s];
+  }
+  if (has_edge) shared[e_loc + e_begin + lane] = edge;
 }
 
 // A block's contiguous output [dst, dst + count) staged in shared memory at the same address

@@ -139,45 +139,153 @@ JMP_HD int64_t sampled_co_rank(int64_t i, int64_t tile, int64_t lp, int64_t lq,
                          key_q);
 }
 
-// The quad split of diagonal d: x is co_rank(d) of the merge of X with Y, searched first on the
-// samples (X[k tile] and Y[d - k tile - 1] are next to sampled splits: no search), then inside
-// the one tile of X left, each probe finding X[i] and Y[d - 1 - i] by sampled_co_rank.
-template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
-          typename KeyD>
-JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
-                              int64_t ld, const XSplits& xs, const YSplits& ys, const KeyA& key_a,
-                              const KeyB& key_b, const KeyC& key_c, const KeyD& key_d) {
-  const int64_t xl = la + lb, yl = lc + ld;
-  // X[i], i < xl: the output after X's split at i.
-  auto x_at = [&](int64_t i) {
-    const int64_t a = sampled_co_rank(i, tile, la, lb, xs, key_a, key_b);
-    const int64_t b = i - a;
-    return b_first(a, b, la, lb, key_a, key_b) ? key_b(b) : key_a(a);
-  };
-  // Y[m - 1], 1 <= m <= yl: the last of Y's first m outputs (D's on a tie: it went after C's).
-  auto y_last = [&](int64_t m) {
-    const int64_t c = sampled_co_rank(m, tile, lc, ld, ys, key_c, key_d);
+// Exact co-ranks of a pair at two diagonals i0 <= i1: for i0 <= i <= i1, co_rank(i) lies in
+// [max(s0, s1 - (i1 - i)), min(s1, s0 + (i - i0))] (both sides' counts are monotone in i).
+struct PairBracket {
+  int64_t i0, s0, i1, s1;
+  JMP_HD int64_t lower(int64_t i) const { return s0 > s1 - (i1 - i) ? s0 : s1 - (i1 - i); }
+  JMP_HD int64_t upper(int64_t i) const { return s1 < s0 + (i - i0) ? s1 : s0 + (i - i0); }
+};
+
+// The bracket of the sampled splits around [p0, p0 + tile] (p0 a multiple of tile) of a pair
+// with lp + lq outputs; the one past the end is lp (read nothing).
+template <typename Splits>
+JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t lq,
+                                  const Splits& split_at) {
+  const int64_t length = lp + lq, k = p0 / tile;
+  const int64_t s0 = p0 >= length ? lp : split_at(k);
+  const int64_t p1 = p0 + tile < length ? p0 + tile : length;
+  return {p0 < length ? p0 : length, s0, p1, p1 >= length ? lp : split_at(k + 1)};
+}
+
+// The four runs of a quad: lengths and order-key readers.
+template <typename KeyA, typename KeyB, typename KeyC, typename KeyD>
+struct QuadKeys {
+  int64_t la, lb, lc, ld;
+  const KeyA& key_a;
+  const KeyB& key_b;
+  const KeyC& key_c;
+  const KeyD& key_d;
+
+  // X[i] (i < la + lb) from X's split (a, i - a): the next output there.
+  JMP_HD auto x_next(int64_t a, int64_t i) const {
+    return b_first(a, i - a, la, lb, key_a, key_b) ? key_b(i - a) : key_a(a);
+  }
+  // Y[m - 1] (1 <= m <= lc + ld) from Y's split (c, m - c): the last output before it (D's on
+  // a tie: it went after C's).
+  JMP_HD auto y_last(int64_t c, int64_t m) const {
     const int64_t e = m - c;
     if (c == 0) return key_d(e - 1);
     if (e == 0) return key_c(c - 1);
     const auto from_c = key_c(c - 1), from_d = key_d(e - 1);
     return from_d < from_c ? from_c : from_d;
-  };
-  // b_first of the merge of X with Y: Y's element goes first only when strictly smaller.
-  auto y_before = [&](int64_t i) { return y_last(d - i) < x_at(i); };
-  const int64_t lo = co_rank_lower(d, yl), hi = co_rank_upper(d, xl);
-  int64_t x = lo;
-  if (lo < hi) {
-    const int64_t k_min = ceil_div(lo, tile), k_max = (hi - 1) / tile;
-    const int64_t k_first =
-        k_min <= k_max ? co_rank_search(k_min, k_max + 1, [&](int64_t k) { return y_before(k * tile); })
-                       : k_max + 1;
-    const int64_t fine_lo = k_first > k_min ? (k_first - 1) * tile + 1 : lo;
-    const int64_t fine_hi = k_first <= k_max ? k_first * tile : hi;
-    x = co_rank_search(fine_lo, fine_hi, y_before);
   }
-  return {x, sampled_co_rank(x, tile, la, lb, xs, key_a, key_b),
-          sampled_co_rank(d - x, tile, lc, ld, ys, key_c, key_d)};
+  // b_first of the merge of X with Y at X split i (Y split m = d - i), from the pairs' splits
+  // there: Y's element goes first only when strictly smaller.
+  JMP_HD bool y_before(int64_t a, int64_t i, int64_t c, int64_t m) const {
+    return y_last(c, m) < x_next(a, i);
+  }
+  // co_rank of (A, B) at i and of (C, D) at m, bisections inside the brackets run in lockstep
+  // (their loads overlap).
+  JMP_HD void pair_splits(const PairBracket& xb, const PairBracket& yb, int64_t i, int64_t m,
+                          int64_t& a, int64_t& c) const {
+    int64_t a_lo = xb.lower(i), a_hi = xb.upper(i), c_lo = yb.lower(m), c_hi = yb.upper(m);
+    a_lo = a_lo > i - lb ? a_lo : i - lb;
+    a_hi = a_hi < la ? a_hi : la;
+    c_lo = c_lo > m - ld ? c_lo : m - ld;
+    c_hi = c_hi < lc ? c_hi : lc;
+    while (a_lo < a_hi || c_lo < c_hi) {
+      if (a_lo < a_hi) {
+        const int64_t mid = (a_lo + a_hi) >> 1;
+        const bool before = b_first(mid, i - 1 - mid, la, lb, key_a, key_b);
+        a_hi = before ? mid : a_hi;
+        a_lo = before ? a_lo : mid + 1;
+      }
+      if (c_lo < c_hi) {
+        const int64_t mid = (c_lo + c_hi) >> 1;
+        const bool before = b_first(mid, m - 1 - mid, lc, ld, key_c, key_d);
+        c_hi = before ? mid : c_hi;
+        c_lo = before ? c_lo : mid + 1;
+      }
+    }
+    a = a_lo;
+    c = c_lo;
+  }
+};
+
+template <typename KeyA, typename KeyB, typename KeyC, typename KeyD>
+JMP_HD QuadKeys<KeyA, KeyB, KeyC, KeyD> quad_keys(int64_t la, int64_t lb, int64_t lc, int64_t ld,
+                                                  const KeyA& key_a, const KeyB& key_b,
+                                                  const KeyC& key_c, const KeyD& key_d) {
+  return {la, lb, lc, ld, key_a, key_b, key_c, key_d};
+}
+
+// Where a quad split's search stands: x lies in [lo, hi] (searched: the first i in [lo, hi)
+// with y_before, else hi), and the brackets of the pairs' co-ranks hold every i there (xb) and
+// every m = d - i (yb).
+struct QuadSearch {
+  int64_t lo, hi;
+  PairBracket xb, yb;
+};
+
+// The first step of a quad split of diagonal d (a multiple of tile, or the end): x's tile, from
+// the samples alone (X[k tile] and Y[d - k tile - 1] sit next to sampled splits: no search).
+template <typename Keys, typename XSplits, typename YSplits>
+JMP_HD QuadSearch quad_search_start(const Keys& q, int64_t d, int64_t tile, const XSplits& xs,
+                                    const YSplits& ys) {
+  const int64_t xl = q.la + q.lb, yl = q.lc + q.ld;
+  const int64_t lo = co_rank_lower(d, yl), hi = co_rank_upper(d, xl);
+  if (lo >= hi) {  // (the end boundary among them)
+    return {lo, lo, sample_bracket(lo / tile * tile, tile, q.la, q.lb, xs),
+            sample_bracket((d - lo) / tile * tile, tile, q.lc, q.ld, ys)};
+  }
+  auto y_before_sample = [&](int64_t k) {
+    const int64_t i = k * tile;
+    return q.y_before(xs(k), i, ys((d - i) / tile), d - i);
+  };
+  const int64_t k_min = ceil_div(lo, tile), k_max = (hi - 1) / tile;
+  const int64_t k_first = k_min <= k_max ? co_rank_search(k_min, k_max + 1, y_before_sample)
+                                         : k_max + 1;
+  const int64_t flo = k_first > k_min ? (k_first - 1) * tile + 1 : lo;
+  const int64_t fhi = k_first <= k_max ? k_first * tile : hi;
+  // The tile of X holding [flo, fhi] (fhi == 0: the first), and the tile of Y holding
+  // [d - fhi, d - flo].
+  const int64_t i0 = fhi > 0 ? (fhi - 1) / tile * tile : 0;
+  return {flo, fhi, sample_bracket(i0, tile, q.la, q.lb, xs),
+          sample_bracket(d - i0 - tile > 0 ? d - i0 - tile : 0, tile, q.lc, q.ld, ys)};
+}
+
+// The quad split of diagonal d: x is co_rank(d) of the merge of X with Y: its tile from the
+// samples (quad_search_start), then bisection inside it, each probe finding X[i] and
+// Y[d - 1 - i] by the pairs' co-ranks, bracketed by the probes before (each probe halves both
+// brackets). ffi/cuda/quad_merge.cuh runs the same steps with a group of lanes a boundary.
+template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
+          typename KeyD>
+JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
+                              int64_t ld, const XSplits& xs, const YSplits& ys, const KeyA& key_a,
+                              const KeyB& key_b, const KeyC& key_c, const KeyD& key_d) {
+  const auto q = quad_keys(la, lb, lc, ld, key_a, key_b, key_c, key_d);
+  QuadSearch s = quad_search_start(q, d, tile, xs, ys);
+  int64_t a = 0, c = 0;
+  while (s.lo < s.hi) {
+    const int64_t i = (s.lo + s.hi) >> 1, m = d - i;
+    q.pair_splits(s.xb, s.yb, i, m, a, c);
+    if (q.y_before(a, i, c, m)) {  // the split is at or before i
+      s.hi = i;
+      s.xb.i1 = i;
+      s.xb.s1 = a;
+      s.yb.i0 = m;
+      s.yb.s0 = c;
+    } else {
+      s.lo = i + 1;
+      s.xb.i0 = i;
+      s.xb.s0 = a;
+      s.yb.i1 = m;
+      s.yb.s1 = c;
+    }
+  }
+  q.pair_splits(s.xb, s.yb, s.lo, d - s.lo, a, c);
+  return {s.lo, a, c};
 }
 
 // searchsorted of one query: the number of a's keys (length of them, read by key_at(i) as

@@ -212,8 +212,12 @@ struct QuadShape {
 };
 
 constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
-  const MergeShape s = merge_shape(key_bytes, payload_bytes);
-  return {s.threads, s.items, 1, int64_t{s.threads - 1} * s.items};
+  const int items = payload_bytes == 0 && key_bytes <= 4   ? 15
+                    : key_bytes == 4 && payload_bytes == 4 ? 15
+                    : payload_bytes == 0 && key_bytes == 8 ? 11
+                                                           : merge_shape(key_bytes, payload_bytes).items;
+  const int min_blocks = payload_bytes == 0 && key_bytes <= 4 ? 4 : 3;
+  return {256, items, min_blocks, int64_t{255} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
