@@ -261,7 +261,7 @@ def test_mismatched_symbolic_batch_dims_raise_at_trace_time():
 
 # Lengths around the tile sizes and powers of two, and a few large ones.
 _LENGTHS = sorted(
-    {1, 2, 3, 100, 2**20 + 7, 3 * 2**24 + 1}
+    {1, 2, 3, 100, 2**20 + 7, 3 * 2**24 + 1, 2**27 + 5, 143 * 2**20, 2**29 + 3}  # (quad passes)
     | {t + e for t in (1408, 2816, 3840, 4864, 7680, 11 * 256, 15 * 256) for e in (-1, 0, 1)}
     | {2**p + e for p in range(10, 18) for e in (-1, 0, 1)}
 )

@@ -24,10 +24,12 @@ from reference import (
 from sort_checks import (
     PATTERNS,
     assert_leaf_bits_equal,
+    check_argsort_only,
     check_lax_sort,
     check_searchsorted,
     check_sort,
     check_sort_by_key,
+    check_sort_only,
     sort_input,
     sort_tile,
     sorted_queries,
@@ -78,24 +80,32 @@ def test_gpu_tile_sweep(rng, dtype, descending):
             check_sort(x, descending=descending, what=f"gpu {pattern}")
 
 
+# Sorts that move at least tuning.h's kQuadMinBytes a pass merge four runs a pass (quad passes):
+# an even count of two-way levels after the block sort, or an odd one (a two-way pass first),
+# quads of one to three runs (a row's last), sorted rows that skip every pass, both directions,
+# keys alone and with argsort's int32 positions.
+_QUAD_CASES = [
+    (np.int32, (143 * 2**20,), False, "random"),  # 16 two-way levels: quads only
+    (np.int32, (2**27 + 5,), True, "few"),  # 15 levels: a two-way pass first
+    (np.float32, (2**26 + 7,), False, "special"),  # argsort: float32 keys + int32 positions
+    (np.int64, (2**26 + 3,), True, "random"),
+    (np.float64, (3, 2**25 + 99), False, "few"),  # rows; row 1 sorted
+]
+
+
 @pytest.mark.parametrize(
-    "dtype", [np.uint8, np.int32, np.float32, np.int64, np.float64], ids=dtype_id
+    ("dtype", "shape", "descending", "pattern"),
+    _QUAD_CASES,
+    ids=[f"{dtype_id(d)}-{'x'.join(map(str, s))}" for d, s, _, _ in _QUAD_CASES],
 )
-def test_gpu_quad_passes(rng, dtype):
-    """Sorts whose passes merge four runs at once (tuning.h sort_uses_quads): 1 to 5 two-way
-    levels after the block sort (an odd count starts with a two-way pass), quads with one to
-    three runs (the last quad of a row), quad tiles whose four ranges are empty or whole runs,
-    and batches whose sorted rows skip every pass (argsort: the carried int32 positions)."""
-    t = sort_tile(dtype)
-    sizes = (2 * t + 1, 3 * t, 4 * t - 1, 4 * t + 1, 5 * t + 7, 8 * t + 1, 13 * t + 5, 16 * t)
-    for i, n in enumerate((*sizes, 16 * t + 3, 33 * t + 3)):
-        pattern = PATTERNS[i % len(PATTERNS)]
-        x = sort_input(rng, dtype, (n,), pattern, descending=bool(i % 2))
-        check_sort(x, descending=bool(i % 2), what=f"gpu quad {pattern}")
-    rows = sort_input(rng, dtype, (4, 9 * t + 2), "few")
-    rows[1] = np.sort(rows[1])
-    rows[3] = np.sort(rows[3])
-    check_sort(rows, what="gpu quad rows, two of them sorted")
+def test_gpu_quad_passes(rng, dtype, shape, descending, pattern):
+    x = sort_input(rng, dtype, shape, pattern, descending=descending)
+    if len(shape) == 2:
+        x[1] = np.sort(x[1])
+    if dtype == np.float32:  # argsort (the keys alone are below the quad threshold)
+        check_argsort_only(x, descending=descending)
+    else:
+        check_sort_only(x, descending=descending)
 
 
 @pytest.mark.parametrize("value_dtype", [np.int8, np.float16, np.int32, np.float64], ids=dtype_id)

@@ -4,7 +4,7 @@
 //   1. the two-way partition (partition.cuh) of the run pairs (A, B) and (C, D) of width w, on
 //      the quad tile: the splits of X = merge(A, B) and Y = merge(C, D) every quad tile;
 //   2. quad_partition_kernel: for every quad tile boundary d, merge_path.h's quad_co_rank from
-//      those samples (a group of lanes a boundary): (x, a, c), the outputs of X among the first d and the splits of X and Y
+//      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
 //   3. quad_merge_kernel: one block per quad tile loads its four exact ranges into shared
 //      memory (one round trip), merges A with B and C with D (first level, in place: X's outputs padded to
@@ -44,13 +44,10 @@ __device__ __forceinline__ QuadRuns quad_runs(const RowGeometry& g, int64_t widt
   return {la, g.m - la, lc, g.n - lc};
 }
 
-// The lanes that search one quad tile boundary together (a group of a warp).
-inline constexpr int kQuadLanes = 8;
-
-// A group of kQuadLanes lanes per quad tile boundary: merge_path.h's quad_co_rank with the
-// bisection inside x's tile made kQuadLanes-ary (each lane probes one i with its own bracketed
-// pair co-ranks; the group keeps the probes around the first hit as its new brackets): the
-// same split, in about a third of the dependent loads (the search is bound by their latency).
+// One thread per quad tile boundary: merge_path.h's quad_co_rank from the pairs' sampled
+// splits, the same code the CPU runs. (A group of 8 lanes a boundary, each probing one i of the
+// bisection inside x's tile, took 1.5x longer on an H100: it is bound by random loads, not by
+// their latency alone; NOTES.md.)
 // quads: the run pairs of width 2 w (one a quad); map: its quad tile map; pair_tiles /
 // pair_splits: the two-way partition of the run pairs of width w on the same tile.
 template <typename Traits>
@@ -60,11 +57,8 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
                           const int32_t* pair_splits, int32_t* quad_splits) {
   grid_prologue();
   using Bits = typename Traits::Bits;
-  const int64_t id = (int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x) / kQuadLanes;
-  if (id >= map.boundaries()) return;  // (whole groups alike)
-  const int lane = static_cast<int>(threadIdx.x) % kQuadLanes;
-  const int group_base = static_cast<int>(threadIdx.x & 31) - lane;
-  const unsigned group = ((1u << kQuadLanes) - 1) << group_base;
+  const int64_t id = int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x;
+  if (id >= map.boundaries()) return;
   const int64_t quad = id / (map.tiles_per_merge + 1), t = id - quad * (map.tiles_per_merge + 1);
   const RowGeometry g = row_geometry(quads, quad);
   const QuadRuns runs = quad_runs(g, quads.n / 2);
@@ -80,57 +74,17 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   const Bits* b_keys = a_keys + runs.la;
   const Bits* c_keys = x + g.b_offset;
   const Bits* d_keys = c_keys + runs.lc;
-  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a_keys + i), flip); };
-  auto key_b = [&](int64_t i) { return directed_key<Traits>(__ldg(b_keys + i), flip); };
-  auto key_c = [&](int64_t i) { return directed_key<Traits>(__ldg(c_keys + i), flip); };
-  auto key_d = [&](int64_t i) { return directed_key<Traits>(__ldg(d_keys + i), flip); };
-  auto x_split = [&](int64_t k) { return int64_t{__ldg(xs + k)}; };
-  auto y_split = [&](int64_t k) { return int64_t{__ldg(ys + k)}; };
-  const auto q = quad_keys(runs.la, runs.lb, runs.lc, runs.ld, key_a, key_b, key_c, key_d);
-  QuadSearch s = quad_search_start(q, d, map.tile, x_split, y_split);
-  int64_t a = 0, c = 0;
-  while (s.lo < s.hi) {  // (uniform in the group)
-    const int64_t step = (s.hi - s.lo + kQuadLanes - 1) / kQuadLanes;
-    const int64_t i = s.lo + lane * step;
-    const bool probed = i < s.hi;
-    bool hit = false;
-    if (probed) {
-      q.pair_splits(s.xb, s.yb, i, d - i, a, c);
-      hit = q.y_before(a, i, c, d - i);
-    }
-    const unsigned hits = (__ballot_sync(group, hit) & group) >> group_base;
-    const unsigned probes = (__ballot_sync(group, probed) & group) >> group_base;
-    // The last probe below the split (if any) and the first at or after it (if any).
-    const int first = hits ? __ffs(hits) - 1 : -1;
-    const int below = hits ? first - 1 : 31 - __clz(probes);
-    const int64_t a_below = __shfl_sync(group, a, below < 0 ? 0 : below, kQuadLanes);
-    const int64_t c_below = __shfl_sync(group, c, below < 0 ? 0 : below, kQuadLanes);
-    const int64_t a_first = __shfl_sync(group, a, first < 0 ? 0 : first, kQuadLanes);
-    const int64_t c_first = __shfl_sync(group, c, first < 0 ? 0 : first, kQuadLanes);
-    const int64_t base = s.lo;
-    if (below >= 0) {
-      const int64_t i_below = base + below * step;
-      s.lo = i_below + 1;
-      s.xb.i0 = i_below;
-      s.xb.s0 = a_below;
-      s.yb.i1 = d - i_below;
-      s.yb.s1 = c_below;
-    }
-    if (first >= 0) {
-      const int64_t i_first = base + first * step;
-      s.hi = i_first;
-      s.xb.i1 = i_first;
-      s.xb.s1 = a_first;
-      s.yb.i0 = d - i_first;
-      s.yb.s0 = c_first;
-    }
-  }
-  q.pair_splits(s.xb, s.yb, s.lo, d - s.lo, a, c);
-  if (lane == 0) {
-    quad_splits[3 * id] = static_cast<int32_t>(s.lo);
-    quad_splits[3 * id + 1] = static_cast<int32_t>(a);
-    quad_splits[3 * id + 2] = static_cast<int32_t>(c);
-  }
+  const QuadSplit s = quad_co_rank(
+      d, map.tile, runs.la, runs.lb, runs.lc, runs.ld,
+      [&](int64_t k) { return int64_t{__ldg(xs + k)}; },
+      [&](int64_t k) { return int64_t{__ldg(ys + k)}; },
+      [&](int64_t i) { return directed_key<Traits>(__ldg(a_keys + i), flip); },
+      [&](int64_t i) { return directed_key<Traits>(__ldg(b_keys + i), flip); },
+      [&](int64_t i) { return directed_key<Traits>(__ldg(c_keys + i), flip); },
+      [&](int64_t i) { return directed_key<Traits>(__ldg(d_keys + i), flip); });
+  quad_splits[3 * id] = static_cast<int32_t>(s.x);
+  quad_splits[3 * id + 1] = static_cast<int32_t>(s.a);
+  quad_splits[3 * id + 2] = static_cast<int32_t>(s.c);
 }
 
 // Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges), then the first level's outputs in place, then the warps' output transposes; `vals`
@@ -278,8 +232,8 @@ cudaError_t launch_quad_pass(const MergeCall& pairs, int32_t* workspace, cudaStr
   const auto flip = direction_mask<Traits>(call.descending);
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
   auto* partition = quad_partition_kernel<Traits>;
-  const unsigned partition_blocks = static_cast<unsigned>(
-      ceil_div(quad_map.boundaries() * kQuadLanes, kQuadPartitionThreads));
+  const unsigned partition_blocks =
+      static_cast<unsigned>(ceil_div(quad_map.boundaries(), kQuadPartitionThreads));
   if (cudaError_t err =
           launch_kernel(partition, partition_blocks, kQuadPartitionThreads, stream, call.layout,
                         keys, flip, quad_map, pair_map.tiles_per_merge, workspace, quad_splits);

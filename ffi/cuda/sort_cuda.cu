@@ -33,9 +33,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
   const int64_t rows = call.rows, d = call.length;
   if (rows == 0 || d == 0) return cudaSuccess;
-  constexpr bool kQuads =
-      sort_uses_quads(int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0);
-  const int passes = sort_pass_count(kQuads, Policy::kTile, d);
+  const bool quads = sort_uses_quads(int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0, rows, d);
+  const int passes = sort_pass_count(quads, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
     const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
@@ -64,7 +63,7 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
   for (int64_t width = Policy::kTile; width < d; cur ^= 1) {
     const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
                                      val_buf[cur ^ 1], kCarry ? int(sizeof(Value)) : 0);
-    const bool quad = sort_pass_is_quad(kQuads, width, d);
+    const bool quad = sort_pass_is_quad(quads, width, d);
     using Carried = std::conditional_t<kCarry, Value, uint8_t>;
     constexpr PayloadKind kCarriedKind = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
     if (cudaError_t err = quad ? launch_quad_pass<Traits, kCarriedKind, Carried>(pass, splits, stream)

@@ -258,7 +258,7 @@ JMP_HD QuadSearch quad_search_start(const Keys& q, int64_t d, int64_t tile, cons
 // The quad split of diagonal d: x is co_rank(d) of the merge of X with Y: its tile from the
 // samples (quad_search_start), then bisection inside it, each probe finding X[i] and
 // Y[d - 1 - i] by the pairs' co-ranks, bracketed by the probes before (each probe halves both
-// brackets). ffi/cuda/quad_merge.cuh runs the same steps with a group of lanes a boundary.
+// brackets).
 template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
           typename KeyD>
 JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,

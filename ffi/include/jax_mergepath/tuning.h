@@ -202,22 +202,30 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 }
 
 // Quad passes (four-way merges, merge_path.h quad_co_rank; ffi/cuda/quad_merge.cuh): one pass
-// does two merge levels with one read and one write of the keys. A quad block merges its
-// four ranges pairwise in shared memory, then the two results; it takes the merge shape's
-// threads and items, uncapped, and (threads - 1) x items outputs (the first level pads X's
-// outputs to whole threads). Which sorts take them is data (sort_uses_quads).
+// does two merge levels with one read and one write of the keys. A quad block merges its four
+// ranges pairwise in shared memory, then the two results, with (threads - 1) x items outputs
+// (the first level pads X's outputs to whole threads). Its partition costs more than two
+// two-way ones: the split of a quad tile boundary is a search inside a search, bound by the
+// latency of its dependent loads (~80 us a pass at 2^24 int32 keys, ~160 us at 2^27 on an H100,
+// one wave either way), so quads pay only on large sorts. tests/gpu/quad_sweep.cu on an H100
+// (one quad pass against the two two-way passes it replaces, runs of 2^15): 2^27 int32 keys
+// 733 vs 787 us (256 x 17, 4 blocks), float32 keys + int32 values 1293 vs 1566 us (256 x 15,
+// 3 blocks), 2^26 int64 keys 645 vs 793 us (256 x 15, 3 blocks); at 2^24 int32 keys 174 vs
+// 124 us. So a sort takes quads when a pass moves at least kQuadMinBytes of keys and payload.
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
 };
 
+inline constexpr int64_t kQuadMinBytes = int64_t{1} << 29;
+
 constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
-  const int items = payload_bytes == 0 && key_bytes <= 4   ? 15
-                    : key_bytes == 4 && payload_bytes == 4 ? 15
-                    : payload_bytes == 0 && key_bytes == 8 ? 11
-                                                           : merge_shape(key_bytes, payload_bytes).items;
-  const int min_blocks = payload_bytes == 0 && key_bytes <= 4 ? 4 : 3;
-  return {256, items, min_blocks, int64_t{255} * items};
+  const bool keys_alone = payload_bytes == 0;
+  const int items = keys_alone && key_bytes <= 4 ? 17
+                    : (keys_alone && key_bytes == 8) || (key_bytes == 4 && payload_bytes == 4)
+                        ? 15
+                        : merge_shape(key_bytes, payload_bytes).items;
+  return {256, items, keys_alone && key_bytes <= 4 ? 4 : 3, int64_t{255} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
@@ -229,8 +237,9 @@ struct QuadPolicy {
   static constexpr int64_t kTile = kShape.tile;
 };
 
-constexpr bool sort_uses_quads(int key_bytes, int payload_bytes) {
-  return key_bytes > 0 && payload_bytes >= 0;
+// Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
+constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  return rows * length * (key_bytes + payload_bytes) >= kQuadMinBytes;
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
@@ -242,7 +251,8 @@ constexpr bool sort_pass_is_quad(bool quads, int64_t width, int64_t length) {
 // The passes (launches) of a sort after its block sort of `tile`.
 constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
   int passes = 0;
-  for (int64_t width = tile; width < length; width *= sort_pass_is_quad(quads, width, length) ? 4 : 2) {
+  for (int64_t width = tile; width < length;
+       width *= sort_pass_is_quad(quads, width, length) ? 4 : 2) {
     ++passes;
   }
   return passes;
@@ -264,7 +274,7 @@ constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, in
   const int64_t tile = sort_tile(key_bytes, payload_bytes(payload, value_bytes));
   const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
   const int carried_bytes = payload_bytes(payload, value_bytes);
-  const bool quads = sort_uses_quads(key_bytes, carried_bytes);
+  const bool quads = sort_uses_quads(key_bytes, carried_bytes, rows, length);
   int64_t most = 1;
   for (int64_t width = tile; width < length;) {
     const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
