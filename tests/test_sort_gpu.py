@@ -80,32 +80,32 @@ def test_gpu_tile_sweep(rng, dtype, descending):
             check_sort(x, descending=descending, what=f"gpu {pattern}")
 
 
-# Sorts that move at least tuning.h's kQuadMinBytes a pass merge four runs a pass (quad passes):
-# an even count of two-way levels after the block sort, or an odd one (a two-way pass first),
-# quads of one to three runs (a row's last), sorted rows that skip every pass, both directions,
-# keys alone and with argsort's int32 positions.
+# Sorts of elements of 8 bytes or more (keys and payload) that move at least tuning.h's
+# kQuadMinBytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
+# the block sort, or an odd one (a two-way pass first), quads of one to three runs (a row's
+# last), sorted rows that skip every pass, both directions; keys alone (8 bytes) and argsort
+# (keys with int32 positions: 4 + 4 and 8 + 4 bytes).
 _QUAD_CASES = [
-    (np.int32, (143 * 2**20,), False, "random"),  # 16 two-way levels: quads only
-    (np.int32, (2**27 + 5,), True, "few"),  # 15 levels: a two-way pass first
-    (np.float32, (2**26 + 7,), False, "special"),  # argsort: float32 keys + int32 positions
-    (np.int64, (2**26 + 3,), True, "random"),
-    (np.float64, (3, 2**25 + 99), False, "few"),  # rows; row 1 sorted
+    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 two-way levels: quads only
+    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: a two-way pass first
+    ("argsort", np.float32, (2**26 + 7,), False, "special"),
+    ("argsort", np.int64, (2**26 + 11,), True, "random"),
+    ("sort", np.int64, (2**26 + 3,), True, "random"),
+    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows; row 1 sorted
 ]
 
 
 @pytest.mark.parametrize(
-    ("dtype", "shape", "descending", "pattern"),
+    ("op", "dtype", "shape", "descending", "pattern"),
     _QUAD_CASES,
-    ids=[f"{dtype_id(d)}-{'x'.join(map(str, s))}" for d, s, _, _ in _QUAD_CASES],
+    ids=[f"{op}-{dtype_id(d)}-{'x'.join(map(str, s))}" for op, d, s, _, _ in _QUAD_CASES],
 )
-def test_gpu_quad_passes(rng, dtype, shape, descending, pattern):
+def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
     x = sort_input(rng, dtype, shape, pattern, descending=descending)
     if len(shape) == 2:
         x[1] = np.sort(x[1])
-    if dtype == np.float32:  # argsort (the keys alone are below the quad threshold)
-        check_argsort_only(x, descending=descending)
-    else:
-        check_sort_only(x, descending=descending)
+    check = check_argsort_only if op == "argsort" else check_sort_only
+    check(x, descending=descending)
 
 
 @pytest.mark.parametrize("value_dtype", [np.int8, np.float16, np.int32, np.float64], ids=dtype_id)

@@ -211,7 +211,12 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // (one quad pass against the two two-way passes it replaces, runs of 2^15): 2^27 int32 keys
 // 733 vs 787 us (256 x 17, 4 blocks), float32 keys + int32 values 1293 vs 1566 us (256 x 15,
 // 3 blocks), 2^26 int64 keys 645 vs 793 us (256 x 15, 3 blocks); at 2^24 int32 keys 174 vs
-// 124 us. So a sort takes quads when a pass moves at least kQuadMinBytes of keys and payload.
+// 124 us. So a sort takes quads when a pass moves at least kQuadMinBytes of keys and payload,
+// and its elements are 8 bytes or more: in the sort itself (bench, H100, 2^27, against
+// 09755a4's two-way passes) argsort of int32 / float32 went 14.70 -> 12.55 / 14.86 -> 12.93 ms,
+// sort of int64 / float64 14.64 -> 12.18 / 14.51 -> 12.11 ms, argsort of int64 / float64 23.96
+// -> 21.61 / 23.94 -> 22.25 ms, but sort of int32 / float32 keys alone 7.32 -> 7.56 / 7.82 ->
+// 8.37 ms (NOTES.md).
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -239,7 +244,8 @@ struct QuadPolicy {
 
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
-  return rows * length * (key_bytes + payload_bytes) >= kQuadMinBytes;
+  const int bytes = key_bytes + payload_bytes;
+  return bytes >= 8 && rows * length * bytes >= kQuadMinBytes;
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
