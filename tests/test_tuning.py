@@ -1,11 +1,12 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host (DESIGN: CPU
 # CI tests the index arithmetic the GPU depends on): the rows kernel's shape (tuning.h
 # merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key and
-# payload width.
+# payload width; and the quad pass's split search (merge_path.h quad_co_rank).
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from jax_mergepath import _cpu
@@ -56,3 +57,30 @@ def test_rows_kernel_shape(key_bytes, payload_bytes):
         # The furthest key a thread reads: the first range's misalignment, its rows, then at
         # most `items` past the last row (both sides exhausted), inside the staged buffer.
         assert (16 // key_bytes - 1) + rows * length + items < shared_slots, length
+
+
+def _quad_split_brute(runs: list[list[int]], diag: int) -> tuple[int, int, int]:
+    """(x, a, c) at output diag of the stable merge of runs A, B, C, D (ties in that order)."""
+    tagged = sorted((key, r) for r, run in enumerate(runs) for key in run)  # stable: (key, run)
+    taken = [r for _, r in tagged[:diag]]
+    return taken.count(0) + taken.count(1), taken.count(0), taken.count(2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_quad_split_matches_the_stable_four_way_merge(seed):
+    # merge_path.h quad_co_rank (the CUDA quad pass's partition) on the host: for four sorted
+    # runs (empty ones, duplicates across runs, one key everywhere) and every quad tile
+    # boundary, the split equals the brute-force stable merge's.
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        width = int(rng.integers(1, 90))
+        lengths = [width] * 4
+        if rng.random() < 0.6:
+            lengths = [int(rng.integers(0, width + 1)) for _ in range(4)]
+        distinct = int(rng.choice([1, 3, 50, 10**6]))
+        runs = [sorted(int(k) for k in rng.integers(0, distinct, n)) for n in lengths]
+        tile = int(rng.integers(1, 40))
+        total = sum(lengths)
+        for diag in sorted({*range(0, total, tile), total}):
+            got = tuple(_cpu.quad_split(*runs, diag, tile))
+            assert got == _quad_split_brute(runs, diag), (runs, diag, tile)

@@ -1,9 +1,13 @@
 // cpu_module.cc: XLA FFI handlers for the CPU backend and the nanobind module `_cpu` that hands
 // their capsules to Python (registered for platform "cpu" by jax_mergepath/_ffi.py).
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/vector.h>
+
+#include <vector>
 
 #include "../cpu/merge_cpu.h"
 #include "common.h"
+#include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 
 namespace jax_mergepath {
@@ -115,6 +119,36 @@ NB_MODULE(_cpu, m) {
       },
       "(threads, items, rows_per_block, threads_per_row) of the CUDA rows kernel for full rows "
       "of row_length outputs (items: merge_rows_items; rows_per_block 0: the rows do not fit)");
+  m.def(
+      "quad_split",
+      [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+         const std::vector<int64_t>& c, const std::vector<int64_t>& e, int64_t diag,
+         int64_t tile) {
+        // The quad pass's split search (merge_path.h quad_co_rank, which the CUDA partition
+        // runs) on four sorted runs of int64 keys, from their pairs' co_rank samples.
+        namespace jmp = jax_mergepath;
+        auto reader = [](const std::vector<int64_t>& v) {
+          return [&v](int64_t i) { return v[static_cast<size_t>(i)]; };
+        };
+        const auto ka = reader(a), kb = reader(b), kc = reader(c), kd = reader(e);
+        auto samples = [tile](int64_t lp, int64_t lq, const auto& kp, const auto& kq) {
+          std::vector<int64_t> s;
+          for (int64_t k = 0; k <= jmp::ceil_div(lp + lq, tile); ++k) {
+            const int64_t at = k * tile < lp + lq ? k * tile : lp + lq;
+            s.push_back(jmp::co_rank<int64_t>(at, lp, lq, lp, lq, kp, kq));
+          }
+          return s;
+        };
+        const int64_t la = int64_t(a.size()), lb = int64_t(b.size());
+        const int64_t lc = int64_t(c.size()), ld = int64_t(e.size());
+        const std::vector<int64_t> xs = samples(la, lb, ka, kb), ys = samples(lc, ld, kc, kd);
+        const jmp::QuadSplit s = jmp::quad_co_rank(
+            diag, tile, la, lb, lc, ld, [&](int64_t k) { return xs.at(size_t(k)); },
+            [&](int64_t k) { return ys.at(size_t(k)); }, ka, kb, kc, kd);
+        return nb::make_tuple(s.x, s.a, s.c);
+      },
+      "(x, a, c) of a quad pass's split at diagonal diag (a multiple of tile, or the end) of "
+      "the four sorted runs a, b, c, e: test hook of merge_path.h quad_co_rank");
   m.def(
       "sort_partition_elements",
       [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {
