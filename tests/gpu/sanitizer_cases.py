@@ -2,8 +2,8 @@
 
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
-rows, every sort payload, searchsorted (binary and merge path); sizes around the tiles; results
-are checked against numpy so a silent error also fails.
+rows, every sort payload, quad passes, searchsorted (binary and merge path); sizes around the
+tiles; results are checked against numpy so a silent error also fails.
 """
 
 from __future__ import annotations
@@ -77,6 +77,10 @@ def sort_cases(rng: np.random.Generator) -> None:
         k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
         check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
         check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
+    # Quad passes (tuning.h sort_uses_quads: 8-byte elements, >= 2^29 bytes a pass): argsort
+    # of int32 keys (4 + 4 bytes), an odd count of two-way levels (a two-way pass first).
+    big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
+    check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
     for side in ("left", "right"):
