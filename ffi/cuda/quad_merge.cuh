@@ -7,9 +7,11 @@
 //      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
 //   3. quad_merge_kernel: one block per quad tile loads its four exact ranges into shared
-//      memory (one round trip), merges A with B and C with D (first level, in place: X's outputs padded to
-//      whole threads, Y's after them), then X with Y (merge_full both times) into registers, and
-//      stores through shared memory like the tiled merge (block_merge.cuh).
+//      memory (one round trip: tile_io.cuh load_ranges), merges A with B and C with D (first
+//      level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
+//      (merge_full both times) into registers, and stores through shared memory like the tiled
+//      merge (block_merge.cuh).
+// tuning.h says which sorts take quad passes (sort_uses_quads) and with which shapes.
 // Sort passes only: runs sorted by the block sort (no unsorted-input checks), every key valid,
 // payload none or a value (argsort's positions travel as int32 values). Rows flagged sorted
 // (layout.row_done) have empty quads.
@@ -87,9 +89,10 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   quad_splits[3 * id + 2] = static_cast<int32_t>(s.c);
 }
 
-// Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges), then the first level's outputs in place, then the warps' output transposes; `vals`
-// the values as loaded; `src` each first-level output's value position. Slack: both regions'
-// alignment gaps and the merges' reads past a range's end.
+// Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges), then
+// the first level's outputs in place, then the warps' output transposes; `vals` the values as
+// loaded; `src` each first-level output's value position. Slack: the four ranges' alignment
+// gaps and the merges' reads past a range's end.
 template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
 struct QuadShared {
   static constexpr PayloadKind kPayloadKind = kPayload;

@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "block_sort.cuh"
 #include "quad_merge.cuh"
@@ -30,10 +29,12 @@ template <typename Traits, PayloadKind kPayload, typename Value>
 cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
   using Bits = typename Traits::Bits;
   constexpr bool kCarry = kPayload != PayloadKind::kNone;
-  using Policy = SortPolicy<int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0>;
+  constexpr int kCarriedBytes = kCarry ? int(sizeof(Value)) : 0;  // the passes' value payload
+  constexpr PayloadKind kCarried = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
+  using Policy = SortPolicy<int(sizeof(Bits)), kCarriedBytes>;
   const int64_t rows = call.rows, d = call.length;
   if (rows == 0 || d == 0) return cudaSuccess;
-  const bool quads = sort_uses_quads(int(sizeof(Bits)), kCarry ? int(sizeof(Value)) : 0, rows, d);
+  const bool quads = sort_uses_quads(int(sizeof(Bits)), kCarriedBytes, rows, d);
   const int passes = sort_pass_count(quads, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
@@ -62,12 +63,10 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
 
   for (int64_t width = Policy::kTile; width < d; cur ^= 1) {
     const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
-                                     val_buf[cur ^ 1], kCarry ? int(sizeof(Value)) : 0);
+                                     val_buf[cur ^ 1], kCarriedBytes);
     const bool quad = sort_pass_is_quad(quads, width, d);
-    using Carried = std::conditional_t<kCarry, Value, uint8_t>;
-    constexpr PayloadKind kCarriedKind = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
-    if (cudaError_t err = quad ? launch_quad_pass<Traits, kCarriedKind, Carried>(pass, splits, stream)
-                               : merge_cuda(pass, splits, stream);
+    auto* quad_pass = launch_quad_pass<Traits, kCarried, Value>;
+    if (cudaError_t err = quad ? quad_pass(pass, splits, stream) : merge_cuda(pass, splits, stream);
         err != cudaSuccess) {
       return err;
     }

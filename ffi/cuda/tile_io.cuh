@@ -3,9 +3,10 @@
 //
 //   * load_two_ranges (and load_ranges, any number of them, for the quad merge): copies
 //     arbitrary ranges of global memory into shared memory, 16 bytes a load for each range's
-//     16-byte-aligned interior and one element a load for its unaligned head and tail. A range is placed at the same address modulo 16 as in global memory, so
-//     its shared position ("loc") is the first free 16-byte boundary plus its misalignment;
-//     the caller reads element e of range r at loc_r + e.
+//     16-byte-aligned interior and one element a load for its unaligned head and tail. A range
+//     is placed at the same address modulo 16 as in global memory, so its shared position
+//     ("loc") is the first free 16-byte boundary plus its misalignment; the caller reads
+//     element e of range r at loc_r + e.
 //   * store_warp_striped: each warp transposes its threads' consecutive outputs through its own
 //     part of shared memory (only __syncwarp), then stores them coalesced: 16 bytes a store when
 //     the destination is 16-byte aligned and the warp's outputs are all in range, else one

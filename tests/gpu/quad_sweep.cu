@@ -25,13 +25,10 @@
 
 namespace jmp = jax_mergepath;
 
+// A quad shape: (threads - 1) x items outputs a tile (tuning.h quad_shape).
 template <int kThreadsT, int kItemsT, int kMinBlocksT>
-struct QuadShapeT {
-  static constexpr int kThreads = kThreadsT;
-  static constexpr int kItems = kItemsT;
-  static constexpr int kMinBlocks = kMinBlocksT;
-  static constexpr int64_t kTile = int64_t{kThreadsT - 1} * kItemsT;
-};
+using QuadShapeT =
+    jmp::TilePolicy<kThreadsT, kItemsT, kMinBlocksT, int64_t{kThreadsT - 1} * kItemsT>;
 
 cudaStream_t g_stream = nullptr;
 

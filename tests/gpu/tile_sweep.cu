@@ -23,12 +23,7 @@
 namespace jmp = jax_mergepath;
 
 template <int kThreadsT, int kItemsT, int kMinBlocksT>
-struct Sweep {
-  static constexpr int kThreads = kThreadsT;
-  static constexpr int kItems = kItemsT;
-  static constexpr int kMinBlocks = kMinBlocksT;
-  static constexpr int64_t kTile = int64_t{kThreadsT} * kItemsT;
-};
+using Sweep = jmp::TilePolicy<kThreadsT, kItemsT, kMinBlocksT, int64_t{kThreadsT} * kItemsT>;
 
 struct Inputs {
   int64_t rows = 1, m = 0, n = 0;  // rows merges of m + n

@@ -42,14 +42,21 @@ constexpr int64_t merge_tile(int key_bytes, int payload_bytes) {
   return int64_t{shape.threads} * shape.items;
 }
 
-template <int kKeyBytes, int kPayloadBytes>
-struct MergePolicy {
-  static constexpr MergeShape kShape = merge_shape(kKeyBytes, kPayloadBytes);
-  static constexpr int kThreads = kShape.threads;
-  static constexpr int kItems = kShape.items;
-  static constexpr int kMinBlocks = kShape.min_blocks;
-  static constexpr int64_t kTile = merge_tile(kKeyBytes, kPayloadBytes);
+// A kernel's tile policy as template constants: threads a block, items a thread, blocks an SM
+// its registers are capped for, outputs a tile (the merge kernels, quad passes, test sweeps).
+template <int kThreadsT, int kItemsT, int kMinBlocksT, int64_t kTileT>
+struct TilePolicy {
+  static constexpr int kThreads = kThreadsT;
+  static constexpr int kItems = kItemsT;
+  static constexpr int kMinBlocks = kMinBlocksT;
+  static constexpr int64_t kTile = kTileT;
 };
+
+template <int kKeyBytes, int kPayloadBytes>
+struct MergePolicy : TilePolicy<merge_shape(kKeyBytes, kPayloadBytes).threads,
+                                merge_shape(kKeyBytes, kPayloadBytes).items,
+                                merge_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                                merge_tile(kKeyBytes, kPayloadBytes)> {};
 
 // The merge policy of a key type and payload (Value: the payload's element type).
 template <typename Traits, PayloadKind kPayload, typename Value>
@@ -115,12 +122,8 @@ constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
 
 // The same threads and register cap as Policy, `items - kCut` a thread (merge_rows_items).
 template <typename Policy, int kCut>
-struct RowsPolicy {
-  static constexpr int kThreads = Policy::kThreads;
-  static constexpr int kItems = Policy::kItems - kCut;
-  static constexpr int kMinBlocks = Policy::kMinBlocks;
-  static constexpr int64_t kTile = int64_t{kThreads} * kItems;
-};
+struct RowsPolicy : TilePolicy<Policy::kThreads, Policy::kItems - kCut, Policy::kMinBlocks,
+                               int64_t{Policy::kThreads} * (Policy::kItems - kCut)> {};
 
 constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
   const int64_t fit = row_length > 0 ? tile / row_length : 1;
@@ -234,13 +237,10 @@ constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
 }
 
 template <int kKeyBytes, int kPayloadBytes>
-struct QuadPolicy {
-  static constexpr QuadShape kShape = quad_shape(kKeyBytes, kPayloadBytes);
-  static constexpr int kThreads = kShape.threads;
-  static constexpr int kItems = kShape.items;
-  static constexpr int kMinBlocks = kShape.min_blocks;
-  static constexpr int64_t kTile = kShape.tile;
-};
+struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
+                               quad_shape(kKeyBytes, kPayloadBytes).items,
+                               quad_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                               quad_shape(kKeyBytes, kPayloadBytes).tile> {};
 
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
