@@ -9,7 +9,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/quad_sweep.cu -o /tmp/quad_sweep
-//   /tmp/quad_sweep [log2_total=27] [log2_width=15] [repeats=10]
+//   /tmp/quad_sweep [log2_total=27] [width=15: a log2 below 64] [repeats=10]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -209,14 +209,16 @@ void run_quad(const char* label, Data<typename Traits::Bits, Value>& d, int repe
 
 int main(int argc, char** argv) {
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
-  const int log2_width = argc > 2 ? std::atoi(argv[2]) : 15;
+  const int64_t width_arg = argc > 2 ? std::atoll(argv[2]) : 15;  // < 64: a log2
+
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 10;
-  const int64_t total = int64_t{1} << log2_total, width = int64_t{1} << log2_width;
+  const int64_t total = int64_t{1} << log2_total;
+  const int64_t width = width_arg < 64 ? int64_t{1} << width_arg : width_arg;
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# quad_sweep on %s: 2^%d keys in runs of 2^%d, median of %d\n", prop.name,
-              log2_total, log2_width, repeats);
+  std::printf("# quad_sweep on %s: 2^%d keys in runs of %lld, median of %d\n", prop.name,
+              log2_total, static_cast<long long>(width), repeats);
   using jmp::PayloadKind;
   {
     Data<uint32_t, uint8_t> d;
