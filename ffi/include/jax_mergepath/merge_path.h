@@ -123,28 +123,11 @@ struct QuadSplit {
   int64_t x, a, c;
 };
 
-// co_rank(i) of the pair (P, Q) (lp, lq elements, all valid) from its splits sampled every
-// `tile` outputs: exact at a sample, else a bisection between the two samples around i.
-template <typename Splits, typename KeyP, typename KeyQ>
-JMP_HD int64_t sampled_co_rank(int64_t i, int64_t tile, int64_t lp, int64_t lq,
-                               const Splits& split_at, const KeyP& key_p, const KeyQ& key_q) {
-  if (i <= 0) return 0;
-  if (i >= lp + lq) return lp;
-  const int64_t k = i / tile;
-  const int64_t below = split_at(k);
-  if (k * tile == i) return below;
-  const int64_t above = split_at(k + 1);
-  const int64_t lo = co_rank_lower(i, lq), hi = co_rank_upper(i, lp);
-  return co_rank_between(i, below > lo ? below : lo, above < hi ? above : hi, lp, lq, key_p,
-                         key_q);
-}
-
-// Exact co-ranks of a pair at two diagonals i0 <= i1: for i0 <= i <= i1, co_rank(i) lies in
-// [max(s0, s1 - (i1 - i)), min(s1, s0 + (i - i0))] (both sides' counts are monotone in i).
+// Exact co-ranks s0, s1 of a pair (P, Q) at two diagonals i0 <= i1: for i0 <= i <= i1, P's
+// count co_rank(i) lies in [s0, s1] and Q's, i - co_rank(i), in [i0 - s0, i1 - s1] (both are
+// monotone in i).
 struct PairBracket {
   int64_t i0, s0, i1, s1;
-  JMP_HD int64_t lower(int64_t i) const { return s0 > s1 - (i1 - i) ? s0 : s1 - (i1 - i); }
-  JMP_HD int64_t upper(int64_t i) const { return s1 < s0 + (i - i0) ? s1 : s0 + (i - i0); }
 };
 
 // The bracket of the sampled splits around [p0, p0 + tile] (p0 a multiple of tile) of a pair
@@ -185,31 +168,55 @@ struct QuadKeys {
   JMP_HD bool y_before(int64_t a, int64_t i, int64_t c, int64_t m) const {
     return y_last(c, m) < x_next(a, i);
   }
-  // co_rank of (A, B) at i and of (C, D) at m, bisections inside the brackets run in lockstep
-  // (their loads overlap).
-  JMP_HD void pair_splits(const PairBracket& xb, const PairBracket& yb, int64_t i, int64_t m,
-                          int64_t& a, int64_t& c) const {
-    int64_t a_lo = xb.lower(i), a_hi = xb.upper(i), c_lo = yb.lower(m), c_hi = yb.upper(m);
-    a_lo = a_lo > i - lb ? a_lo : i - lb;
-    a_hi = a_hi < la ? a_hi : la;
-    c_lo = c_lo > m - ld ? c_lo : m - ld;
-    c_hi = c_hi < lc ? c_hi : lc;
-    while (a_lo < a_hi || c_lo < c_hi) {
-      if (a_lo < a_hi) {
-        const int64_t mid = (a_lo + a_hi) >> 1;
-        const bool before = b_first(mid, i - 1 - mid, la, lb, key_a, key_b);
-        a_hi = before ? mid : a_hi;
-        a_lo = before ? a_lo : mid + 1;
+  // The key of run r (0..3: A, B, C, D) at i.
+  JMP_HD auto key_of(int r, int64_t i) const {
+    return r == 0 ? key_a(i) : (r == 1 ? key_b(i) : (r == 2 ? key_c(i) : key_d(i)));
+  }
+  // The counts of the four runs among the first d outputs of their stable merge (summing to d),
+  // each known to lie in [lo[r], hi[r]]: halving eliminations. A step takes the middle element of
+  // every open bracket; if the runs' counts up to and including those middles sum past d, the
+  // last middle (in the stable order: key, then run) is not among the first d outputs (else all
+  // of them would be, and more than d outputs), so its run's count is at most its middle;
+  // otherwise the first middle is among them, so its run's count passes its middle. One bracket
+  // halves a step, one load a step. (Loops unrolled over the runs: no runtime array index.)
+  JMP_HD void four_way_split(int64_t d, int64_t (&lo)[4], int64_t (&hi)[4]) const {
+    using Key = decltype(key_a(0));
+    int64_t mid[4];
+    Key middle[4];
+    JMP_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      mid[r] = (lo[r] + hi[r]) >> 1;
+      middle[r] = lo[r] < hi[r] ? key_of(r, mid[r]) : Key(0);
+    }
+    for (;;) {
+      int64_t sum = 0;
+      int first = -1, last = -1;
+      JMP_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const bool open = lo[r] < hi[r];
+        sum += open ? mid[r] + 1 : lo[r];
+        Key first_key = middle[0], last_key = middle[0];
+        JMP_UNROLL
+        for (int q = 1; q < 4; ++q) {
+          first_key = first == q ? middle[q] : first_key;
+          last_key = last == q ? middle[q] : last_key;
+        }
+        if (open && (first < 0 || middle[r] < first_key)) first = r;
+        if (open && (last < 0 || !(middle[r] < last_key))) last = r;
       }
-      if (c_lo < c_hi) {
-        const int64_t mid = (c_lo + c_hi) >> 1;
-        const bool before = b_first(mid, m - 1 - mid, lc, ld, key_c, key_d);
-        c_hi = before ? mid : c_hi;
-        c_lo = before ? c_lo : mid + 1;
+      if (first < 0) return;
+      const bool past = sum > d;
+      const int r = past ? last : first;
+      JMP_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        if (q == r) {
+          hi[q] = past ? mid[q] : hi[q];
+          lo[q] = past ? lo[q] : mid[q] + 1;
+          mid[q] = (lo[q] + hi[q]) >> 1;
+          if (lo[q] < hi[q]) middle[q] = key_of(q, mid[q]);
+        }
       }
     }
-    a = a_lo;
-    c = c_lo;
   }
 };
 
@@ -220,23 +227,22 @@ JMP_HD QuadKeys<KeyA, KeyB, KeyC, KeyD> quad_keys(int64_t la, int64_t lb, int64_
   return {la, lb, lc, ld, key_a, key_b, key_c, key_d};
 }
 
-// Where a quad split's search stands: x lies in [lo, hi] (searched: the first i in [lo, hi)
-// with y_before, else hi), and the brackets of the pairs' co-ranks hold every i there (xb) and
-// every m = d - i (yb).
-struct QuadSearch {
-  int64_t lo, hi;
-  PairBracket xb, yb;
+// Brackets of a quad split: X's and Y's sampled splits around the outputs x of X and d - x of
+// Y that the split takes.
+struct QuadBrackets {
+  PairBracket x, y;
 };
 
-// The first step of a quad split of diagonal d (a multiple of tile, or the end): x's tile, from
-// the samples alone (X[k tile] and Y[d - k tile - 1] sit next to sampled splits: no search).
+// The first step of a quad split of diagonal d (a multiple of tile, or the end): the tile of X
+// that holds x, by a search of the samples alone (X[k tile] and Y[d - k tile - 1] sit next to
+// sampled splits: b_first of X with Y there needs no key search), and the samples around it.
 template <typename Keys, typename XSplits, typename YSplits>
-JMP_HD QuadSearch quad_search_start(const Keys& q, int64_t d, int64_t tile, const XSplits& xs,
-                                    const YSplits& ys) {
+JMP_HD QuadBrackets quad_brackets(const Keys& q, int64_t d, int64_t tile, const XSplits& xs,
+                                  const YSplits& ys) {
   const int64_t xl = q.la + q.lb, yl = q.lc + q.ld;
   const int64_t lo = co_rank_lower(d, yl), hi = co_rank_upper(d, xl);
-  if (lo >= hi) {  // (the end boundary among them)
-    return {lo, lo, sample_bracket(lo / tile * tile, tile, q.la, q.lb, xs),
+  if (lo >= hi) {  // x == lo (the end boundary among them)
+    return {sample_bracket(lo / tile * tile, tile, q.la, q.lb, xs),
             sample_bracket((d - lo) / tile * tile, tile, q.lc, q.ld, ys)};
   }
   auto y_before_sample = [&](int64_t k) {
@@ -246,46 +252,31 @@ JMP_HD QuadSearch quad_search_start(const Keys& q, int64_t d, int64_t tile, cons
   const int64_t k_min = ceil_div(lo, tile), k_max = (hi - 1) / tile;
   const int64_t k_first = k_min <= k_max ? co_rank_search(k_min, k_max + 1, y_before_sample)
                                          : k_max + 1;
-  const int64_t flo = k_first > k_min ? (k_first - 1) * tile + 1 : lo;
+  // x lies in [(k_first - 1) tile + 1, k_first tile] (or [lo, ...] / [..., hi] at the ends),
+  // inside the tile of X from i0 and the tile of Y up to d - i0.
   const int64_t fhi = k_first <= k_max ? k_first * tile : hi;
-  // The tile of X holding [flo, fhi] (fhi == 0: the first), and the tile of Y holding
-  // [d - fhi, d - flo].
   const int64_t i0 = fhi > 0 ? (fhi - 1) / tile * tile : 0;
-  return {flo, fhi, sample_bracket(i0, tile, q.la, q.lb, xs),
+  return {sample_bracket(i0, tile, q.la, q.lb, xs),
           sample_bracket(d - i0 - tile > 0 ? d - i0 - tile : 0, tile, q.lc, q.ld, ys)};
 }
 
-// The quad split of diagonal d: x is co_rank(d) of the merge of X with Y: its tile from the
-// samples (quad_search_start), then bisection inside it, each probe finding X[i] and
-// Y[d - 1 - i] by the pairs' co-ranks, bracketed by the probes before (each probe halves both
-// brackets).
+// The quad split of diagonal d: x is co_rank(d) of the merge of X with Y. Its tile from the
+// samples (quad_brackets), whose brackets bound the four runs' counts (A's by X's sampled
+// splits, B's by X's outputs less A's, C's and D's by Y's), then QuadKeys::four_way_split inside
+// them: ~4 log2(tile) dependent loads.
 template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
           typename KeyD>
 JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
                               int64_t ld, const XSplits& xs, const YSplits& ys, const KeyA& key_a,
                               const KeyB& key_b, const KeyC& key_c, const KeyD& key_d) {
   const auto q = quad_keys(la, lb, lc, ld, key_a, key_b, key_c, key_d);
-  QuadSearch s = quad_search_start(q, d, tile, xs, ys);
-  int64_t a = 0, c = 0;
-  while (s.lo < s.hi) {
-    const int64_t i = (s.lo + s.hi) >> 1, m = d - i;
-    q.pair_splits(s.xb, s.yb, i, m, a, c);
-    if (q.y_before(a, i, c, m)) {  // the split is at or before i
-      s.hi = i;
-      s.xb.i1 = i;
-      s.xb.s1 = a;
-      s.yb.i0 = m;
-      s.yb.s0 = c;
-    } else {
-      s.lo = i + 1;
-      s.xb.i0 = i;
-      s.xb.s0 = a;
-      s.yb.i1 = m;
-      s.yb.s1 = c;
-    }
-  }
-  q.pair_splits(s.xb, s.yb, s.lo, d - s.lo, a, c);
-  return {s.lo, a, c};
+  const QuadBrackets b = quad_brackets(q, d, tile, xs, ys);
+  const PairBracket& x = b.x;
+  const PairBracket& y = b.y;
+  int64_t lo[4] = {x.s0, x.i0 - x.s0, y.s0, y.i0 - y.s0};
+  int64_t hi[4] = {x.s1, x.i1 - x.s1, y.s1, y.i1 - y.s1};
+  q.four_way_split(d, lo, hi);
+  return {lo[0] + lo[1], lo[0], lo[2]};
 }
 
 // searchsorted of one query: the number of a's keys (length of them, read by key_at(i) as

@@ -245,7 +245,7 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   const int bytes = key_bytes + payload_bytes;
-  return bytes >= 8 && rows * length * bytes >= kQuadMinBytes;
+  return bytes >= 4 && rows * length * bytes >= kQuadMinBytes;
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
