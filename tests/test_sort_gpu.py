@@ -80,14 +80,16 @@ def test_gpu_tile_sweep(rng, dtype, descending):
             check_sort(x, descending=descending, what=f"gpu {pattern}")
 
 
-# Sorts of elements of 8 bytes or more (keys and payload) that move at least tuning.h's
+# Sorts of 4- or 8-byte keys, alone or with argsort's positions, that move at least tuning.h's
 # kQuadMinBytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
 # the block sort, or an odd one (a two-way pass first), quads of one to three runs (a row's
-# last), sorted rows that skip every pass, both directions; keys alone (8 bytes) and argsort
-# (keys with int32 positions: 4 + 4 and 8 + 4 bytes).
+# last), sorted rows that skip every pass, both directions; keys alone (4 and 8 bytes) and
+# argsort (keys with int32 positions: 4 + 4 and 8 + 4 bytes).
 _QUAD_CASES = [
-    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 two-way levels: quads only
-    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: a two-way pass first
+    ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 two-way levels: a two-way pass first
+    ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: quads only
+    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
+    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels
     ("argsort", np.float32, (2**26 + 7,), False, "special"),
     ("argsort", np.int64, (2**26 + 11,), True, "random"),
     ("sort", np.int64, (2**26 + 3,), True, "random"),

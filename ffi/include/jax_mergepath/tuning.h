@@ -208,18 +208,19 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // does two merge levels with one read and one write of the keys. A quad block merges its four
 // ranges pairwise in shared memory, then the two results, with (threads - 1) x items outputs
 // (the first level pads X's outputs to whole threads). Its partition costs more than two
-// two-way ones: the split of a quad tile boundary is a search inside a search, bound by the
-// latency of its dependent loads (~80 us a pass at 2^24 int32 keys, ~160 us at 2^27 on an H100,
-// one wave either way), so quads pay only on large sorts. tests/gpu/quad_sweep.cu on an H100
-// (one quad pass against the two two-way passes it replaces, runs of 2^15): 2^27 int32 keys
-// 733 vs 787 us (256 x 17, 4 blocks), float32 keys + int32 values 1293 vs 1566 us (256 x 15,
-// 3 blocks), 2^26 int64 keys 645 vs 793 us (256 x 15, 3 blocks); at 2^24 int32 keys 174 vs
-// 124 us. So a sort takes quads when a pass moves at least kQuadMinBytes of keys and payload,
-// and its elements are 8 bytes or more: in the sort itself (bench, H100, 2^27, against
-// 09755a4's two-way passes) argsort of int32 / float32 went 14.70 -> 12.55 / 14.86 -> 12.93 ms,
-// sort of int64 / float64 14.64 -> 12.18 / 14.51 -> 12.11 ms, argsort of int64 / float64 23.96
-// -> 21.61 / 23.94 -> 22.25 ms, but sort of int32 / float32 keys alone 7.32 -> 7.56 / 7.82 ->
-// 8.37 ms (NOTES.md).
+// two-way ones (the split of a quad tile boundary: ~60 dependent loads, one thread a boundary,
+// about one wave whatever the size: ~60 us a pass at 2^24 int32 keys, ~120-130 us at 2^27 on an
+// H100), so quads pay only on large sorts. tests/gpu/quad_sweep.cu on an H100 (one quad pass
+// against the two two-way passes it replaces, runs of 2^15; benchmarks/
+// h100_quad_sweep_elimination.txt): 2^27 int32 keys 693 vs 784 us (256 x 17, 4 blocks),
+// float32 keys + int32 values 1244 vs 1568 us (256 x 15, 3 blocks), 2^26 int64 keys 634 vs 796
+// us (256 x 15, 3 blocks); at 2^24 int32 keys 180 vs 125 us. So a sort takes quads when a pass
+// moves at least kQuadMinBytes, for the shapes measured in the sort (bench, H100, 2^27,
+// benchmarks/h100_sort_bb6340a.txt against h100_sort_09755a4.txt's two-way passes): sort of
+// int32 / float32 7.32 -> 6.85 / 7.82 -> 7.64 ms, argsort 14.70 -> 12.11 / 14.86 -> 12.56 ms;
+// sort of int64 / float64 14.64 -> 11.58 / 14.51 -> 11.51 ms, argsort 23.96 -> 19.79 / 23.94 ->
+// 20.43 ms. Keys of 4 or 8 bytes, alone or with argsort's int32 positions; the other shapes
+// (small keys, other payloads) keep two-way passes until measured.
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -244,8 +245,8 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
 
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
-  const int bytes = key_bytes + payload_bytes;
-  return bytes >= 4 && rows * length * bytes >= kQuadMinBytes;
+  const bool measured = key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
+  return measured && rows * length * (key_bytes + payload_bytes) >= kQuadMinBytes;
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
