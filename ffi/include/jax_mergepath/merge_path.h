@@ -177,8 +177,9 @@ struct QuadKeys {
   // every open bracket; if the runs' counts up to and including those middles sum past d, the
   // last middle (in the stable order: key, then run) is not among the first d outputs (else all
   // of them would be, and more than d outputs), so its run's count is at most its middle;
-  // otherwise the first middle is among them, so its run's count passes its middle. One bracket
-  // halves a step, one load a step. (Loops unrolled over the runs: no runtime array index.)
+  // otherwise the first middle is among them (else none from the middles on would be, and fewer
+  // than d outputs), so its run's count passes its middle. One bracket halves a step, one load
+  // a step. (Loops unrolled over the runs: no runtime array index.)
   JMP_HD void four_way_split(int64_t d, int64_t (&lo)[4], int64_t (&hi)[4]) const {
     using Key = decltype(key_a(0));
     int64_t mid[4];
