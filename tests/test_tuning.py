@@ -84,3 +84,15 @@ def test_quad_split_matches_the_stable_four_way_merge(seed):
         for diag in sorted({*range(0, total, tile), total}):
             got = tuple(_cpu.quad_split(*runs, diag, tile))
             assert got == _quad_split_brute(runs, diag), (runs, diag, tile)
+
+
+def test_quad_split_refuses_what_the_kernels_never_pass():
+    # The hook takes the kernels' preconditions (sorted runs, a tile boundary) as checks.
+    runs = ([1, 2], [0, 5], [3], [])
+    with pytest.raises(ValueError, match="multiple of tile"):
+        _cpu.quad_split(*runs, 3, 2)
+    with pytest.raises(ValueError, match="multiple of tile"):
+        _cpu.quad_split(*runs, 2, 0)
+    with pytest.raises(ValueError, match="sorted"):
+        _cpu.quad_split([2, 1], [], [], [], 2, 2)
+    assert tuple(_cpu.quad_split(*runs, 5, 2)) == (4, 2, 1)  # the end boundary

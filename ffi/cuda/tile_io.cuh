@@ -14,7 +14,9 @@
 //   * store_block_staged: a block's contiguous output staged in shared memory, stored with
 //     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
-// is inside the buffer sizes given by SharedSlots; nothing here synchronizes the whole block.
+// is inside the buffer sizes given by kSharedSlots (load_two_ranges; load_ranges of n ranges
+// needs up to 2 n - 1 vectors more, its caller sizes for that); nothing here synchronizes the
+// whole block.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -3,6 +3,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "../cpu/merge_cpu.h"
@@ -127,6 +129,15 @@ NB_MODULE(_cpu, m) {
         // The quad pass's split search (merge_path.h quad_co_rank, which the CUDA partition
         // runs) on four sorted runs of int64 keys, from their pairs' co_rank samples.
         namespace jmp = jax_mergepath;
+        const int64_t total = int64_t(a.size() + b.size() + c.size() + e.size());
+        if (tile < 1 || diag < 0 || diag > total || (diag % tile != 0 && diag != total)) {
+          throw std::invalid_argument("quad_split: diag must be a multiple of tile, or the end");
+        }
+        for (const auto* run : {&a, &b, &c, &e}) {
+          if (!std::is_sorted(run->begin(), run->end())) {
+            throw std::invalid_argument("quad_split: every run must be sorted");
+          }
+        }
         auto reader = [](const std::vector<int64_t>& v) {
           return [&v](int64_t i) { return v[static_cast<size_t>(i)]; };
         };

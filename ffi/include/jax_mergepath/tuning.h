@@ -168,7 +168,8 @@ constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, i
 // A block sort cuts every row into tiles of threads x items keys and sorts each (a stable
 // in-register network of `items` keys per thread, then merge rounds of run pairs inside the
 // tile); passes of run-pair merges (MergeLayout kRunPairs, merge tiles) follow, doubling the run
-// width from the tile until it covers the row. `items` is odd (bank conflicts on the GPU).
+// width from the tile until it covers the row (on the GPU, large sorts merge four runs a pass:
+// quad passes, below). `items` is odd (bank conflicts on the GPU).
 // Keys of up to 4 bytes alone: 256 x 17, chosen with tests/gpu/sort_sweep.cu on an H100
 // (benchmarks/h100_sort_sweep.txt, block sort of 2^26 int32 keys): against 256 x 15, rows of 64
 // 345 vs 431 us, rows of 512 496 vs 547 us, rows of 2048 653 vs 897 us, the tiles of a long row
@@ -219,7 +220,8 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // benchmarks/h100_sort_bb6340a.txt against h100_sort_09755a4.txt's two-way passes): sort of
 // int32 / float32 7.32 -> 6.85 / 7.82 -> 7.64 ms, argsort 14.70 -> 12.11 / 14.86 -> 12.56 ms;
 // sort of int64 / float64 14.64 -> 11.58 / 14.51 -> 11.51 ms, argsort 23.96 -> 19.79 / 23.94 ->
-// 20.43 ms. Keys of 4 or 8 bytes, alone or with argsort's int32 positions; the other shapes
+// 20.43 ms. Keys of 4 or 8 bytes, alone or with a 4-byte payload (argsort's int32 positions
+// measured; sort_by_key's 4-byte values run the same kernel on uint32 bits); the other shapes
 // (small keys, other payloads) keep two-way passes until measured.
 struct QuadShape {
   int threads, items, min_blocks;
