@@ -66,6 +66,19 @@ __device__ __forceinline__ TileLocs load_tile(
   return locs;
 }
 
+// A thread's output registers before a merge that may leave some unset (outputs past the
+// tile's count): zero keys, value positions and indices, so the stores read defined values.
+template <typename Bits, int kItems>
+__device__ __forceinline__ void clear_outputs(Bits (&key_reg)[kItems], int (&src_reg)[kItems],
+                                              int32_t (&index_reg)[kItems]) {
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) {
+    key_reg[c] = Bits(0);
+    src_reg[c] = 0;
+    index_reg[c] = 0;
+  }
+}
+
 // The block's outputs: keys, then the payload (indices, or values gathered from `vals` at the
 // value positions in src_reg). Call after a barrier that ends every read of the keys in `stage`.
 // Shared: a MergeShared, or a layout with the same members (quad_merge.cuh).

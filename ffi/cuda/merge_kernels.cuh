@@ -481,12 +481,7 @@ __device__ __forceinline__ bool packed_block(const MergeCall& call, typename Tra
   Bits key_reg[kItems];
   int src_reg[kItems];
   int32_t index_reg[kItems];
-#pragma unroll
-  for (int c = 0; c < kItems; ++c) {
-    key_reg[c] = Bits(0);
-    src_reg[c] = 0;
-    index_reg[c] = 0;
-  }
+  clear_outputs(key_reg, src_reg, index_reg);
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
   const MergeEnd end = merge_general<kItems, Traits>(
       flip, p0, count, segment_at, [&](int pos) { return keys[pos]; },

@@ -187,12 +187,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 
   // Second level: X with Y, output p0 + c of the tile.
   int32_t index_reg[kItems];
-#pragma unroll
-  for (int c = 0; c < kItems; ++c) {
-    key_reg[c] = Bits(0);
-    src_reg[c] = 0;
-    index_reg[c] = 0;
-  }
+  clear_outputs(key_reg, src_reg, index_reg);
   if (p0 < total) {
     merge_full<kItems, Traits>(keys, 0, xn, x_pad, yn, p0, 0, flip,
                                [&](int c, Bits raw, int pos) {
@@ -211,6 +206,36 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
                      total);
 }
 
+// The quad layout of a two-way sort pass (`pairs`: the run pairs of width w): run pairs of
+// width 2 w, one a quad, with pairs' inputs and outputs.
+inline MergeCall quad_call(const MergeCall& pairs) {
+  MergeCall call = pairs;
+  call.layout.n = 2 * pairs.layout.n;
+  return call;
+}
+
+// Enqueues the partition launches of a quad pass on tile `tile`: the pairs' two-way splits, then
+// the quad splits after them in the workspace (quad_workspace_elements, tuning.h).
+template <typename Traits>
+cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
+                                  cudaStream_t stream) {
+  const MergeCall call = quad_call(pairs);
+  const TileMap pair_map = tile_map(pairs.layout, tile);
+  const TileMap quad_map = tile_map(call.layout, tile);
+  if (cudaError_t err = launch_partition<Traits>(pairs, pair_map, workspace, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  const auto flip = direction_mask<Traits>(call.descending);
+  const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
+  auto* partition = quad_partition_kernel<Traits>;
+  const unsigned blocks =
+      static_cast<unsigned>(ceil_div(quad_map.boundaries(), kQuadPartitionThreads));
+  return launch_kernel(partition, blocks, kQuadPartitionThreads, stream, call.layout, keys, flip,
+                       quad_map, pair_map.tiles_per_merge, workspace,
+                       workspace + pair_map.boundaries());
+}
+
 // Enqueues the quad pass that merges the runs of width pairs.layout.n four at a time
 // (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
 // quad_workspace_elements (tuning.h).
@@ -218,34 +243,21 @@ template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = QuadPolicy<int(sizeof(typename Traits::Bits)),
                                        payload_bytes(kPayload, int(sizeof(Value)))>>
 cudaError_t launch_quad_pass(const MergeCall& pairs, int32_t* workspace, cudaStream_t stream) {
-  const MergeLayout& pair_layout = pairs.layout;
-  MergeCall call = pairs;
-  call.layout.n = 2 * pair_layout.n;
+  const MergeCall call = quad_call(pairs);
   if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return cudaSuccess;
-  const TileMap pair_map = tile_map(pair_layout, Policy::kTile);
+  const TileMap pair_map = tile_map(pairs.layout, Policy::kTile);
   const TileMap quad_map = tile_map(call.layout, Policy::kTile);
   if (pair_map.tiles() >= (int64_t{1} << 31) || quad_map.boundaries() >= (int64_t{1} << 31)) {
     return cudaErrorInvalidConfiguration;
   }
-  if (cudaError_t err = launch_partition<Traits>(pairs, pair_map, workspace, stream);
-      err != cudaSuccess) {
-    return err;
-  }
-  int32_t* quad_splits = workspace + pair_map.boundaries();
-  const auto flip = direction_mask<Traits>(call.descending);
-  const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
-  auto* partition = quad_partition_kernel<Traits>;
-  const unsigned partition_blocks =
-      static_cast<unsigned>(ceil_div(quad_map.boundaries(), kQuadPartitionThreads));
-  if (cudaError_t err =
-          launch_kernel(partition, partition_blocks, kQuadPartitionThreads, stream, call.layout,
-                        keys, flip, quad_map, pair_map.tiles_per_merge, workspace, quad_splits);
+  if (cudaError_t err = launch_quad_partition<Traits>(pairs, Policy::kTile, workspace, stream);
       err != cudaSuccess) {
     return err;
   }
   auto* merge = quad_merge_kernel<Traits, kPayload, Value, Policy>;
   return launch_kernel(merge, static_cast<unsigned>(quad_map.tiles()), Policy::kThreads, stream,
-                       call, quad_splits, flip, quad_map);
+                       call, workspace + pair_map.boundaries(),
+                       direction_mask<Traits>(call.descending), quad_map);
 }
 
 }  // namespace jax_mergepath

@@ -185,20 +185,9 @@ void run_quad(const char* label, Data<typename Traits::Bits, Value>& d, int repe
   const bool ok = check(d, kValues);
   const float ms = time_ms(go, repeats, 3, g_stream);
   // The partition launches alone (pair partition + quad_co_rank).
-  jmp::MergeCall quads = p;
-  quads.layout.n = 2 * p.layout.n;
-  const jmp::TileMap pair_map = jmp::tile_map(p.layout, Shape::kTile);
-  const jmp::TileMap quad_map = jmp::tile_map(quads.layout, Shape::kTile);
-  const auto flip = jmp::direction_mask<Traits>(false);
   const float part_ms = time_ms(
       [&] {
-        CHECK_CUDA(jmp::launch_partition<Traits>(p, pair_map, d.d_work, g_stream));
-        CHECK_CUDA(jmp::launch_kernel(
-            jmp::quad_partition_kernel<Traits>,
-            static_cast<unsigned>(jmp::ceil_div(quad_map.boundaries(), jmp::kQuadPartitionThreads)),
-            jmp::kQuadPartitionThreads, g_stream, quads.layout,
-            static_cast<const typename Traits::Bits*>(p.a), flip, quad_map,
-            pair_map.tiles_per_merge, d.d_work, d.d_work + pair_map.boundaries()));
+        CHECK_CUDA(jmp::launch_quad_partition<Traits>(p, Shape::kTile, d.d_work, g_stream));
       },
       repeats, 3, g_stream);
   const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /

@@ -236,7 +236,8 @@ constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
                     : (keys_alone && key_bytes == 8) || (key_bytes == 4 && payload_bytes == 4)
                         ? 15
                         : merge_shape(key_bytes, payload_bytes).items;
-  return {256, items, keys_alone && key_bytes <= 4 ? 4 : 3, int64_t{255} * items};
+  const int threads = 256;
+  return {threads, items, keys_alone && key_bytes <= 4 ? 4 : 3, int64_t{threads - 1} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
