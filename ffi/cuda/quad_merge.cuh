@@ -7,7 +7,7 @@
 //      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
 //   3. quad_merge_kernel: one block per quad tile loads its four exact ranges into shared
-//      memory (one round trip: tile_io.cuh load_ranges), merges A with B and C with D (first
+//      memory (one round trip: tile_io.cuh load_ranges_packed), merges A with B and C with D (first
 //      level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
 //      (merge_full both times) into registers, and stores through shared memory like the tiled
 //      merge (block_merge.cuh).
@@ -89,17 +89,18 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   quad_splits[3 * id + 2] = static_cast<int32_t>(s.c);
 }
 
-// Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges), then
-// the first level's outputs in place, then the warps' output transposes; `vals` the values as
-// loaded; `src` each first-level output's value position. Slack: the four ranges' alignment
-// gaps and the merges' reads past a range's end.
+// Shared memory of a quad block: `stage` holds the four ranges as loaded (load_ranges_packed,
+// one after the other), then the first level's outputs in place, then the warps' output
+// transposes; `vals` the values as loaded (at their keys' slots); `src` each first-level
+// output's value slot. Slack: X's outputs padded to whole threads, and the merges' reads one
+// past a range's end.
 template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
 struct QuadShared {
   static constexpr PayloadKind kPayloadKind = kPayload;
   static constexpr bool kValues = kPayload == PayloadKind::kValue;
   static constexpr int kTile = kThreads * kItems;
-  static constexpr int kKeySlots = kTile + 8 * kPerVector<Bits> + 2 * kItems + 2;
-  static constexpr int kValueSlots = kValues ? kTile + 8 * kPerVector<Value> + 2 * kItems + 2 : 1;
+  static constexpr int kKeySlots = kTile + 2 * kItems + 2;
+  static constexpr int kValueSlots = kValues ? kTile : 1;
   static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
   static constexpr int kStageBytes = std::max(kKeySlots * int(sizeof(Bits)), kTile * kElemBytes);
@@ -117,7 +118,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   grid_prologue();
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
-  constexpr int kTile = kThreads * kItems;
   constexpr bool kValues = kPayload == PayloadKind::kValue;
   static_assert(kPayload == PayloadKind::kNone || kValues, "sort passes carry values or none");
   __shared__ QuadShared<kPayload, Bits, Value, kThreads, kItems> shared;
@@ -134,23 +134,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const QuadRuns runs = quad_runs(g, quads.n / 2);
   const int32_t* s0 = quad_splits + 3 * (quad * (map.tiles_per_merge + 1) + t);
   const int x0 = s0[0], a0 = s0[1], c0 = s0[2], x1 = s0[3], a1 = s0[4], c1 = s0[5];
-  // Range starts in their runs, and counts: A, B, C, D.
-  const int64_t first[4] = {a0, x0 - a0, c0, (d0 - x0) - c0};
+  // Range starts in the quad (A's first element is element 0), and counts: A, B, C, D. (A sort
+  // pass's runs are consecutive: Y = (C, D) follows X = (A, B).)
+  const int start[4] = {a0, static_cast<int>(runs.la) + (x0 - a0),
+                        static_cast<int>(g.b_offset - g.a_offset) + c0,
+                        static_cast<int>(g.b_offset - g.a_offset + runs.lc + (d0 - x0)) - c0};
   const int count[4] = {a1 - a0, (x1 - a1) - (x0 - a0), c1 - c0,
                         static_cast<int>(((d1 - x1) - c1) - ((d0 - x0) - c0))};
-  const int64_t run_at[4] = {g.a_offset, g.a_offset + runs.la, g.b_offset,
-                             g.b_offset + runs.lc};
-  const Bits* in = static_cast<const Bits*>(call.a);
-  const Bits* const key_src[4] = {in + run_at[0] + first[0], in + run_at[1] + first[1],
-                                  in + run_at[2] + first[2], in + run_at[3] + first[3]};
-  int loc[4], vloc[4] = {0, 0, 0, 0};
-  if constexpr (kValues) {
-    const Value* vin = static_cast<const Value*>(call.a_values);
-    const Value* const val_src[4] = {vin + run_at[0] + first[0], vin + run_at[1] + first[1],
-                                     vin + run_at[2] + first[2], vin + run_at[3] + first[3]};
-    load_ranges<kThreads, kTile, 4>(val_src, count, shared.vals, vloc);
-  }
-  load_ranges<kThreads, kTile, 4>(key_src, count, keys, loc);
+  const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
+  const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
+  int loc[4];
+  load_ranges_packed<kThreads, kItems, 4, kValues>(in, vin, start, count, keys, shared.vals, loc);
   const int xn = count[0] + count[1], yn = count[2] + count[3], total = xn + yn;
   const int x_pad = (xn + kItems - 1) / kItems * kItems;  // Y's first-level outputs start here
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
@@ -166,12 +160,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     // This thread's pair, (A, B) or (C, D).
     const int l1 = in_x ? loc[0] : loc[2], l2 = in_x ? loc[1] : loc[3];
     const int n1 = in_x ? count[0] : count[2], n2 = in_x ? count[1] : count[3];
-    const int v1 = in_x ? vloc[0] : vloc[2], v2 = in_x ? vloc[1] : vloc[3];
     if (active) {
       merge_full<kItems, Traits>(keys, l1, n1, l2, n2, diag, 0, flip,
                                  [&](int c, Bits raw, int pos) {
                                    key_reg[c] = raw;
-                                   src_reg[c] = pos >= l2 ? pos - l2 + v2 : pos - l1 + v1;
+                                   src_reg[c] = pos;  // values sit at their keys' slots
                                  });
     }
   }

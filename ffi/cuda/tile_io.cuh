@@ -1,12 +1,13 @@
 // tile_io.cuh: a merge block's global <-> shared-memory traffic, in as few instructions as the
 // data allows (the merge kernels are bound by instruction issue, not only by DRAM).
 //
-//   * load_two_ranges (and load_ranges, any number of them, for the quad merge): copies
-//     arbitrary ranges of global memory into shared memory, 16 bytes a load for each range's
-//     16-byte-aligned interior and one element a load for its unaligned head and tail. A range
-//     is placed at the same address modulo 16 as in global memory, so its shared position
-//     ("loc") is the first free 16-byte boundary plus its misalignment; the caller reads
-//     element e of range r at loc_r + e.
+//   * load_two_ranges: copies two arbitrary ranges of global memory into shared memory, 16
+//     bytes a load for each range's 16-byte-aligned interior and one element a load for its
+//     unaligned head and tail. A range is placed at the same address modulo 16 as in global
+//     memory, so its shared position ("loc") is the first free 16-byte boundary plus its
+//     misalignment; the caller reads element e of range r at loc_r + e.
+//   * load_ranges_packed (the quad merge): any number of ranges of one array, one element a
+//     load, packed one after the other in shared memory.
 //   * store_warp_striped: each warp transposes its threads' consecutive outputs through its own
 //     part of shared memory (only __syncwarp), then stores them coalesced: 16 bytes a store when
 //     the destination is 16-byte aligned and the warp's outputs are all in range, else one
@@ -14,9 +15,8 @@
 //   * store_block_staged: a block's contiguous output staged in shared memory, stored with
 //     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
-// is inside the buffer sizes given by kSharedSlots (load_two_ranges; load_ranges of n ranges
-// needs up to 2 n - 1 vectors more, its caller sizes for that); nothing here synchronizes the
-// whole block.
+// is inside the buffer sizes given by kSharedSlots (load_two_ranges) or the ranges' total count
+// (load_ranges_packed); nothing here synchronizes the whole block.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -105,75 +105,59 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
   if (has_edge) shared[e_slot] = edge;
 }
 
-// Copies kRanges ranges [src[r], src[r] + count[r]) (counts summing to at most kTile) into
-// `shared`, one after the other, returning their shared positions in loc[r]. The source issues
-// every global load before the first shared store (under a tight register cap the compiler may
-// interleave them): one round trip to memory for all ranges. Needs kThreads >= 64 kRanges
-// (warp 2 r / 2 r + 1 load range r's unaligned head / tail).
-template <int kThreads, int kTile, int kRanges, typename T>
-__device__ __forceinline__ void load_ranges(const T* const (&src)[kRanges],
-                                            const int (&count)[kRanges], T* shared,
-                                            int (&loc)[kRanges]) {
-  static_assert(kThreads >= 64 * kRanges, "the edge loads need two warps a range");
-  constexpr int kPer = kPerVector<T>;
-  constexpr int kIters = (kTile / kPer + kRanges + kThreads - 1) / kThreads;
-  int region = 0, first_chunk[kRanges + 1];
-  first_chunk[0] = 0;
-  const T* head_src[kRanges];
-  int head_dst[kRanges];
+// Copies kBytes (4 or 8) from global to shared memory without registers (cp.async; wait with
+// cp.async.wait_all).
+template <int kBytes>
+__device__ __forceinline__ void copy_async(uint32_t shared_address, const void* global) {
+  static_assert(kBytes == 4 || kBytes == 8, "4- or 8-byte copies");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared_address), "l"(global),
+               "n"(kBytes));
+}
+
+// Copies kRanges ranges of one array, [base + start[r], base + start[r] + count[r]) (counts
+// summing to at most kThreads * kPerThread), into shared[0, total) one after the other: range r
+// at loc[r], the sum of the counts before it. `values` (optional: null when V is unused) are
+// copied from the same positions into value_stage at the same slots (kValues). One element a copy: the
+// tile's element e, thread e % kThreads's copy e / kThreads, is range r's element e - loc[r] for
+// the last r with loc[r] <= e, found by unrolled compares (a runtime index would put the arrays
+// in local memory). The copies go global -> shared without registers (cp.async), all in flight
+// at once: staged through registers, ptxas interleaved the shared stores with the loads (more
+// round trips to memory). The caller synchronizes the block before reading `shared`. (The quad
+// merge's four ranges cost ~490 instructions a thread with 16-byte loads: per-range alignment,
+// heads and tails.)
+template <int kThreads, int kPerThread, int kRanges, bool kValues, typename T, typename V>
+__device__ __forceinline__ void load_ranges_packed(const T* base, const V* values,
+                                                   const int (&start)[kRanges],
+                                                   const int (&count)[kRanges], T* shared,
+                                                   V* value_stage, int (&loc)[kRanges]) {
+  uint32_t shift[kRanges];  // element e of range r is base[e + shift[r]] (mod 2^32)
+  int total = 0;
 #pragma unroll
   for (int r = 0; r < kRanges; ++r) {
-    const RangePlan<T> plan(src[r], count[r], region);
-    region = plan.region_end();
-    loc[r] = plan.loc;
-    first_chunk[r + 1] = first_chunk[r] + plan.chunks;
-    head_src[r] = plan.src + plan.head;
-    head_dst[r] = plan.loc + plan.head;
+    loc[r] = total;
+    shift[r] = static_cast<uint32_t>(start[r] - total);
+    total += count[r];
   }
   const int tid = static_cast<int>(threadIdx.x);
-  // Chunk q belongs to the last range r with first_chunk[r] <= q (selected by unrolled
-  // compares: a runtime index would put these arrays in local memory).
-  uint4 chunk[kIters];
+  const uint32_t key_to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  const uint32_t value_to = static_cast<uint32_t>(__cvta_generic_to_shared(value_stage));
 #pragma unroll
-  for (int s = 0; s < kIters; ++s) {
-    const int q = s * kThreads + tid;
-    const T* from = head_src[0] + q * kPer;
-#pragma unroll
-    for (int r = 1; r < kRanges; ++r) {
-      if (q >= first_chunk[r]) from = head_src[r] + (q - first_chunk[r]) * kPer;
-    }
-    if (q < first_chunk[kRanges]) chunk[s] = __ldg(reinterpret_cast<const uint4*>(from));
-  }
-  // Edges: warp 2 r takes range r's head, warp 2 r + 1 its tail.
-  const int warp = tid >> 5, lane = tid & 31;
-  const T* e_src = src[0];
-  int e_count = count[0], e_loc = loc[0];
-#pragma unroll
-  for (int r = 1; r < kRanges; ++r) {
-    if (warp / 2 == r) {
-      e_src = src[r];
-      e_count = count[r];
-      e_loc = loc[r];
-    }
-  }
-  const bool is_head = (warp & 1) == 0;
-  const RangePlan<T> edge_plan(e_src, e_count, 0);
-  const int e_begin = is_head ? 0 : edge_plan.head + edge_plan.chunks * kPer;
-  const int e_edge = is_head ? edge_plan.head : edge_plan.tail;
-  const bool has_edge = warp < 2 * kRanges && lane < e_edge;
-  T edge = T(0);
-  if (has_edge) edge = __ldg(e_src + e_begin + lane);
-#pragma unroll
-  for (int s = 0; s < kIters; ++s) {
-    const int q = s * kThreads + tid;
-    int to = head_dst[0] + q * kPer;
+  for (int s = 0; s < kPerThread; ++s) {
+    const int e = s * kThreads + tid;
+    uint32_t shift_e = shift[0];
 #pragma unroll
     for (int r = 1; r < kRanges; ++r) {
-      if (q >= first_chunk[r]) to = head_dst[r] + (q - first_chunk[r]) * kPer;
+      if (e >= loc[r]) shift_e = shift[r];
     }
-    if (q < first_chunk[kRanges]) *reinterpret_cast<uint4*>(shared + to) = chunk[s];
+    const uint32_t at = static_cast<uint32_t>(e) + shift_e;  // < 2^31
+    if (e < total) {
+      copy_async<sizeof(T)>(key_to + static_cast<uint32_t>(e * sizeof(T)), base + at);
+      if constexpr (kValues) {
+        copy_async<sizeof(V)>(value_to + static_cast<uint32_t>(e * sizeof(V)), values + at);
+      }
+    }
   }
-  if (has_edge) shared[e_loc + e_begin + lane] = edge;
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 // A block's contiguous output [dst, dst + count) staged in shared memory at the same address

@@ -216,17 +216,21 @@ int main(int argc, char** argv) {
     make_data<uint32_t, uint8_t, false>(d, total, width);
     std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
     run_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 3>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 4>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 15, 4>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 4>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 15, 5>>("int32", d, repeats);
     free_data(d);
   }
   {
     Data<uint32_t, int32_t> d;
     make_data<uint32_t, int32_t, true>(d, total, width);
     run_two_way<jmp::F32Key, PayloadKind::kValue, int32_t>("float32 + int32", d, repeats);
-    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 3>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 3>>("float32 + int32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 3>>("float32 + int32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 4>>("float32 + int32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("float32 + int32", d, repeats);
     free_data(d);
   }
   {
@@ -234,7 +238,8 @@ int main(int argc, char** argv) {
     make_data<uint64_t, uint8_t, false>(d, total / 2, width);
     run_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 15, 3>>("int64 (half the keys)", d, repeats);
-    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 13, 3>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 13, 4>>("int64 (half the keys)", d, repeats);
     free_data(d);
   }
   return 0;
