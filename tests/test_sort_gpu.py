@@ -81,7 +81,7 @@ def test_gpu_tile_sweep(rng, dtype, descending):
 
 
 # Sorts of 4- or 8-byte keys, alone or with argsort's positions, that move at least tuning.h's
-# kQuadMinBytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
+# quad_min_bytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
 # the block sort, or an odd one (a two-way pass first), quads of one to three runs (a row's
 # last), sorted rows that skip every pass, both directions; keys alone (4 and 8 bytes) and
 # argsort (keys with int32 positions: 4 + 4 and 8 + 4 bytes).
@@ -91,6 +91,8 @@ _QUAD_CASES = [
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
     ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels
     ("argsort", np.float32, (2**26 + 7,), False, "special"),
+    ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest
+    ("sort", np.int32, (2**26 + 1,), False, "random"),  # 256 MB: 4-byte elements' smallest
     ("argsort", np.int64, (2**26 + 11,), True, "random"),
     ("sort", np.int64, (2**26 + 3,), True, "random"),
     ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows; row 1 sorted

@@ -206,34 +206,36 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 }
 
 // Quad passes (four-way merges, merge_path.h quad_co_rank; ffi/cuda/quad_merge.cuh): one pass
-// does two merge levels with one read and one write of the keys. A quad block merges its four
-// ranges pairwise in shared memory, then the two results, with (threads - 1) x items outputs
-// (the first level pads X's outputs to whole threads). Its partition costs more than two
-// two-way ones (the split of a quad tile boundary: ~60 dependent loads, one thread a boundary,
-// about one wave whatever the size: ~60 us a pass at 2^24 int32 keys, ~120-130 us at 2^27 on an
-// H100), so quads pay only on large sorts. tests/gpu/quad_sweep.cu on an H100 (one quad pass
-// against the two two-way passes it replaces, runs of 2^15; benchmarks/
-// h100_quad_sweep_elimination.txt): 2^27 int32 keys 693 vs 784 us (256 x 17, 4 blocks),
-// float32 keys + int32 values 1244 vs 1568 us (256 x 15, 3 blocks), 2^26 int64 keys 634 vs 796
-// us (256 x 15, 3 blocks); at 2^24 int32 keys 180 vs 125 us. So a sort takes quads when a pass
-// moves at least kQuadMinBytes, for the shapes measured in the sort (bench, H100, 2^27,
-// benchmarks/h100_sort_bb6340a.txt against h100_sort_09755a4.txt's two-way passes): sort of
-// int32 / float32 7.32 -> 6.85 / 7.82 -> 7.64 ms, argsort 14.70 -> 12.11 / 14.86 -> 12.56 ms;
-// sort of int64 / float64 14.64 -> 11.58 / 14.51 -> 11.51 ms, argsort 23.96 -> 19.79 / 23.94 ->
-// 20.43 ms. Keys of 4 or 8 bytes, alone or with a 4-byte payload (argsort's int32 positions
-// measured; sort_by_key's 4-byte values run the same kernel on uint32 bits); the other shapes
-// (small keys, other payloads) keep two-way passes until measured.
+// does two merge levels with one read and one write of the keys. A quad block copies its four
+// ranges into shared memory (cp.async, one element a copy), merges them pairwise there, then the
+// two results, with (threads - 1) x items outputs (the first level pads X's outputs to whole
+// threads). Its partition costs more than two two-way ones (the split of a quad tile boundary:
+// ~60 dependent loads, one thread a boundary, about one wave whatever the size: ~75-85 us a
+// pass at 2^25 keys, ~120 us at 2^27 on an H100), so quads pay only on large sorts.
+// tests/gpu/quad_sweep.cu on an H100 (one quad pass against the two two-way passes it replaces;
+// benchmarks/h100_quad_sweep_cp_async.txt), runs of 2^15: 2^27 int32 keys 694 vs 797 us (256 x
+// 19, 4 blocks), float32 keys + int32 values 963 vs 1559 us (256 x 15, 3 blocks), 2^26 int64
+// keys 539 vs 804 us (256 x 17, 3 blocks); at 256 MB a pass (runs of 2^14): int32 2^26 401 vs
+// 412 us, float32 + int32 2^25 324 vs 418 us; at 128 MB (runs of 2^13): int64 2^24 224 vs 230
+// us, int32 2^25 251 vs 217 us. So a sort takes quads when a pass moves at least
+// quad_min_bytes: 2^28 for 4-byte elements, 2^27 for wider ones. Keys of 4 or 8 bytes, alone
+// or with a 4-byte payload (argsort's int32 positions measured; sort_by_key's 4-byte values run
+// the same kernel on uint32 bits); the other shapes (small keys, other payloads) keep two-way
+// passes until measured.
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
 };
 
-inline constexpr int64_t kQuadMinBytes = int64_t{1} << 29;
+constexpr int64_t quad_min_bytes(int element_bytes) {
+  return element_bytes <= 4 ? int64_t{1} << 28 : int64_t{1} << 27;
+}
 
 constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
   const bool keys_alone = payload_bytes == 0;
-  const int items = keys_alone && key_bytes <= 4 ? 17
-                    : (keys_alone && key_bytes == 8) || (key_bytes == 4 && payload_bytes == 4)
+  const int items = keys_alone && key_bytes <= 4   ? 19
+                    : keys_alone && key_bytes == 8 ? 17
+                    : key_bytes == 4 && payload_bytes == 4
                         ? 15
                         : merge_shape(key_bytes, payload_bytes).items;
   const int threads = 256;
@@ -249,7 +251,8 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   const bool measured = key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
-  return measured && rows * length * (key_bytes + payload_bytes) >= kQuadMinBytes;
+  const int element_bytes = key_bytes + payload_bytes;
+  return measured && rows * length * element_bytes >= quad_min_bytes(element_bytes);
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
