@@ -114,6 +114,18 @@ __device__ __forceinline__ void copy_async(uint32_t shared_address, const void* 
                "n"(kBytes));
 }
 
+// Element e of a shared array at `to` (its shared address; `stage` the same array) from `from`:
+// cp.async for 4 and 8 bytes, a plain load and store for smaller elements (shapes that are
+// compiled but never take the paths that copy this way).
+template <typename T>
+__device__ __forceinline__ void copy_element(uint32_t to, T* stage, int e, const T* from) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    copy_async<int(sizeof(T))>(to + static_cast<uint32_t>(e * sizeof(T)), from);
+  } else {
+    stage[e] = *from;
+  }
+}
+
 // Copies kRanges ranges of one array, [base + start[r], base + start[r] + count[r]) (counts
 // summing to at most kThreads * kPerThread), into shared[0, total) one after the other: range r
 // at loc[r], the sum of the counts before it. `values` (optional: null when V is unused) are
@@ -151,10 +163,8 @@ __device__ __forceinline__ void load_ranges_packed(const T* base, const V* value
     }
     const uint32_t at = static_cast<uint32_t>(e) + shift_e;  // < 2^31
     if (e < total) {
-      copy_async<sizeof(T)>(key_to + static_cast<uint32_t>(e * sizeof(T)), base + at);
-      if constexpr (kValues) {
-        copy_async<sizeof(V)>(value_to + static_cast<uint32_t>(e * sizeof(V)), values + at);
-      }
+      copy_element(key_to, shared, e, base + at);
+      if constexpr (kValues) copy_element(value_to, value_stage, e, values + at);
     }
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
