@@ -49,20 +49,22 @@ struct TileLocs {
 };
 
 // Loads a block's two input ranges (keys, and values when the payload is kValue) into shared
-// memory, values first. (The compiled kernels with values, under their register cap, store the
-// values before issuing the key loads: two round trips a tile, not one; NOTES.md.)
-template <int kThreads, PayloadKind kPayload, typename Bits, typename Value, int kItems>
+// memory, all loads in flight at once (tile_io.cuh load_two_ranges: kAsync copies, waited for
+// here, or staged through registers); the caller synchronizes the block before reading them.
+template <int kThreads, bool kAsync, PayloadKind kPayload, typename Bits, typename Value,
+          int kItems>
 __device__ __forceinline__ TileLocs load_tile(
     MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits* keys1,
     const Bits* keys2, const Value* vals1, const Value* vals2, int c1, int c2) {
   constexpr int kTile = kThreads * kItems;
   TileLocs locs;
   if constexpr (kPayload == PayloadKind::kValue) {
-    load_two_ranges<kThreads, kTile>(vals1, c1, vals2, c2, shared.vals, locs.val_loc1,
-                                     locs.val_loc2);
+    load_two_ranges<kThreads, kTile, kAsync>(vals1, c1, vals2, c2, shared.vals, locs.val_loc1,
+                                             locs.val_loc2);
   }
-  load_two_ranges<kThreads, kTile>(keys1, c1, keys2, c2, shared.keys(), locs.key_loc1,
-                                   locs.key_loc2);
+  load_two_ranges<kThreads, kTile, kAsync>(keys1, c1, keys2, c2, shared.keys(), locs.key_loc1,
+                                           locs.key_loc2);
+  if constexpr (kAsync) wait_async_copies();
   return locs;
 }
 

@@ -126,10 +126,11 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const Bits* in = static_cast<const Bits*>(call.keys) + plan.at;
   const Value* vin = static_cast<const Value*>(call.values) + plan.at;
   int loc = 0, vloc = 0, unused = 0;
-  load_two_ranges<kThreads, kTile>(in, plan.count, in, 0, raw_stage, loc, unused);
+  load_two_ranges<kThreads, kTile, true>(in, plan.count, in, 0, raw_stage, loc, unused);
   if constexpr (kPayload == PayloadKind::kValue) {
-    load_two_ranges<kThreads, kTile>(vin, plan.count, vin, 0, shared.vals, vloc, unused);
+    load_two_ranges<kThreads, kTile, true>(vin, plan.count, vin, 0, shared.vals, vloc, unused);
   }
+  wait_async_copies();
   __syncthreads();
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
   const int seg = p0 / plan.span, local = p0 - seg * plan.span;

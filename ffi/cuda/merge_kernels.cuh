@@ -190,8 +190,10 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   const int count = r.a_count + r.b_count;
   if (count == 0) return false;  // a spare tile of a short run pair
   const bool checked = !kRanks && chain_flags != nullptr;  // (uniform)
-  const TileLocs locs = load_tile(shared, a_all + r.a_begin, b_all + r.b_begin,
-                                  va_all + r.a_begin, vb_all + r.b_begin, r.a_count, r.b_count);
+  // cp.async only with values (tile_io.cuh load_two_ranges: keys alone keep staged loads).
+  const TileLocs locs = load_tile<kThreads, kPayload == PayloadKind::kValue>(
+      shared, a_all + r.a_begin, b_all + r.b_begin, va_all + r.a_begin, vb_all + r.b_begin,
+      r.a_count, r.b_count);
   __syncthreads();
   Bits key_reg[kItems];
   int src_reg[kItems];
@@ -342,7 +344,7 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   const int count = rows_here * row_len;
   const int64_t in1 = runs ? row0 * row_len : row0 * m;
   const int64_t in2 = row0 * n;
-  const TileLocs locs = load_tile(
+  const TileLocs locs = load_tile<Policy::kThreads, true>(
       shared, static_cast<const Bits*>(call.a) + in1,
       static_cast<const Bits*>(runs ? call.a : call.b) + in2,
       static_cast<const Value*>(call.a_values) + in1,
@@ -456,7 +458,8 @@ __device__ __forceinline__ bool packed_block(const MergeCall& call, typename Tra
   const int c2 = runs ? 0 : rows_here * n;
   const int64_t out_begin = row0 * row_len;
   const TileLocs locs =
-      load_tile(shared, a_all + in1, b_all + in2, va_all + in1, vb_all + in2, c1, c2);
+      load_tile<Policy::kThreads, true>(shared, a_all + in1, b_all + in2, va_all + in1,
+                                        vb_all + in2, c1, c2);
   __syncthreads();
 
   auto segment_at = [&](int p, int& diag) {
