@@ -79,6 +79,18 @@ __device__ __forceinline__ void wait_async_copies() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
+// Element e of a shared array at `to` (its shared address; `stage` the same array) from `from`:
+// cp.async for 4 and 8 bytes, a plain load and store for smaller elements (shapes that are
+// compiled but never take the paths that copy this way).
+template <typename T>
+__device__ __forceinline__ void copy_element(uint32_t to, T* stage, int e, const T* from) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    copy_async<int(sizeof(T))>(to + static_cast<uint32_t>(e * sizeof(T)), from);
+  } else {
+    stage[e] = *from;
+  }
+}
+
 // Copies [src1, src1 + c1) and [src2, src2 + c2) (c1 + c2 <= kTile) into `shared`, returning
 // their shared positions in loc1 / loc2, 16 bytes a copy for the aligned chunks and one element
 // for the edges. Two ways, both with every load of the tile in flight at once:
@@ -130,31 +142,17 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
   const int e_slot = (first ? r1.loc : r2.loc) + e_begin + lane;
   const bool has_edge = warp < 4 && lane < e_count;
   const T* e_src = (first ? r1.src : r2.src) + e_begin + lane;
-  if constexpr (kAsync && sizeof(T) >= 4) {  // (cp.async copies 4, 8 or 16 bytes)
-    if (has_edge) copy_async<int(sizeof(T))>(to + static_cast<uint32_t>(e_slot * sizeof(T)), e_src);
+  if constexpr (kAsync) {
+    if (has_edge) copy_element(to, shared, e_slot, e_src);
   } else {
     T edge = T(0);
     if (has_edge) edge = __ldg(e_src);
-    if constexpr (!kAsync) {
 #pragma unroll
-      for (int s = 0; s < kIters; ++s) {
-        const int q = s * kThreads + tid;
-        if (q < total_chunks) *reinterpret_cast<uint4*>(shared + chunk_dst(q)) = chunk[s];
-      }
+    for (int s = 0; s < kIters; ++s) {
+      const int q = s * kThreads + tid;
+      if (q < total_chunks) *reinterpret_cast<uint4*>(shared + chunk_dst(q)) = chunk[s];
     }
     if (has_edge) shared[e_slot] = edge;
-  }
-}
-
-// Element e of a shared array at `to` (its shared address; `stage` the same array) from `from`:
-// cp.async for 4 and 8 bytes, a plain load and store for smaller elements (shapes that are
-// compiled but never take the paths that copy this way).
-template <typename T>
-__device__ __forceinline__ void copy_element(uint32_t to, T* stage, int e, const T* from) {
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    copy_async<int(sizeof(T))>(to + static_cast<uint32_t>(e * sizeof(T)), from);
-  } else {
-    stage[e] = *from;
   }
 }
 
