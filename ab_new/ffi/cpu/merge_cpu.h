@@ -1,0 +1,16 @@
+// merge_cpu.h: the CPU backend's entry points. They run the shared core (merge_path.h,
+// batch_geometry.h, sort_network.h) with the GPU's tile decomposition (tuning.h), spread over
+// host threads. Never throw; inputs are assumed validated by the FFI handler.
+#pragma once
+
+#include "jax_mergepath/merge_args.h"
+
+namespace jax_mergepath {
+
+void merge_cpu(const MergeCall& call);       // merge_cpu.cc
+void sort_cpu(const SortCall& call);         // sort_cpu.cc
+void co_rank_cpu(const CoRankCall& call);    // search_cpu.cc
+void is_sorted_cpu(const IsSortedCall& call);
+void searchsorted_cpu(const SearchCall& call);
+
+}  // namespace jax_mergepath

@@ -1,0 +1,126 @@
+// block_merge.cuh: the block level of the CUDA merges: a tile's shared-memory layout, its load
+// (keys and values) and its store (keys, then indices or values), shared by the tiled and packed
+// merge kernels, the block sort and the test sweeps; and the check that a block's threads merged
+// a chain of spans (unsorted input breaks it). Thread-level merging is merge_path.h's.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/merge_path.h"
+#include "tile_io.cuh"
+
+namespace jax_mergepath {
+
+// One merge segment in shared memory (merge_path.h's StagedSegment) with what a payload needs:
+// the merge positions of A[0] and B[0] (index payload) and their value-staging positions (value
+// payload).
+struct Segment : StagedSegment {
+  int a_index_base, b_index_base;
+  int a_src_base, b_src_base;
+};
+
+// Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges places
+// them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
+template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
+struct MergeShared {
+  static constexpr PayloadKind kPayloadKind = kPayload;
+  static constexpr int kTile = kThreads * kItems;
+  static constexpr int kValueSlots = kPayload == PayloadKind::kValue ? kSharedSlots<Value, kTile> : 1;
+  static constexpr int kElemBytes = std::max({int(sizeof(Bits)),
+                                              kPayload == PayloadKind::kIndex || is_ranks(kPayload) ? 4 : 0,
+                                              kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0});
+  static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
+  static constexpr int kStageBytes =
+      std::max(kSharedSlots<Bits, kTile> * int(sizeof(Bits)), kTile * kElemBytes);
+  alignas(16) unsigned char stage[(kStageBytes + 15) / 16 * 16];
+  alignas(16) Value vals[kValueSlots];
+  __device__ Bits* keys() { return reinterpret_cast<Bits*>(stage); }
+};
+
+// Where a block's two input ranges sit in shared memory: keys at key_loc1 / key_loc2, values at
+// val_loc1 / val_loc2 (kValue only).
+struct TileLocs {
+  int key_loc1 = 0, key_loc2 = 0, val_loc1 = 0, val_loc2 = 0;
+};
+
+// Loads a block's two input ranges (keys, and values when the payload is kValue) into shared
+// memory, all loads in flight at once (tile_io.cuh load_two_ranges: kAsync copies, waited for
+// here, or staged through registers); the caller synchronizes the block before reading them.
+template <int kThreads, bool kAsync, PayloadKind kPayload, typename Bits, typename Value,
+          int kItems>
+__device__ __forceinline__ TileLocs load_tile(
+    MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits* keys1,
+    const Bits* keys2, const Value* vals1, const Value* vals2, int c1, int c2) {
+  constexpr int kTile = kThreads * kItems;
+  TileLocs locs;
+  if constexpr (kPayload == PayloadKind::kValue) {
+    load_two_ranges<kThreads, kTile, kAsync>(vals1, c1, vals2, c2, shared.vals, locs.val_loc1,
+                                             locs.val_loc2);
+  }
+  load_two_ranges<kThreads, kTile, kAsync>(keys1, c1, keys2, c2, shared.keys(), locs.key_loc1,
+                                           locs.key_loc2);
+  if constexpr (kAsync) wait_async_copies();
+  return locs;
+}
+
+// A thread's output registers before a merge that may leave some unset (outputs past the
+// tile's count): zero keys, value positions and indices, so the stores read defined values.
+template <typename Bits, int kItems>
+__device__ __forceinline__ void clear_outputs(Bits (&key_reg)[kItems], int (&src_reg)[kItems],
+                                              int32_t (&index_reg)[kItems]) {
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) {
+    key_reg[c] = Bits(0);
+    src_reg[c] = 0;
+    index_reg[c] = 0;
+  }
+}
+
+// The block's outputs: keys, then the payload (indices, or values gathered from `vals` at the
+// value positions in src_reg). Call after a barrier that ends every read of the keys in `stage`.
+// Shared: a MergeShared, or a layout with the same members (quad_merge.cuh).
+template <typename Shared, typename Bits, int kItems>
+__device__ __forceinline__ void store_tile_outputs(Shared& shared, const Bits (&key_reg)[kItems],
+                                                   const int (&src_reg)[kItems],
+                                                   const int32_t (&index_reg)[kItems], Bits* out,
+                                                   void* out_payload, int count) {
+  constexpr PayloadKind kPayload = Shared::kPayloadKind;
+  using Value = std::remove_reference_t<decltype(shared.vals[0])>;
+  constexpr int kRegion = Shared::kRegionBytes;
+  store_warp_striped<kItems, kRegion>(key_reg, shared.stage, out, count);
+  if constexpr (kPayload == PayloadKind::kIndex) {
+    store_warp_striped<kItems, kRegion>(index_reg, shared.stage,
+                                        static_cast<int32_t*>(out_payload), count);
+  } else if constexpr (kPayload == PayloadKind::kValue) {
+    Value value_reg[kItems];
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) value_reg[c] = shared.vals[src_reg[c]];
+    store_warp_striped<kItems, kRegion>(value_reg, shared.stage, static_cast<Value*>(out_payload),
+                                        count);
+  }
+}
+
+// The threads of a block merge consecutive spans of outputs: each open span (merge_path.h
+// MergeEnd) must stop where the next thread's starts, or some input is emitted twice and some
+// never (unsorted input). Each thread publishes its start as its merge reports it (`started`),
+// and after a barrier that follows every publish, breaks() compares its stop with the next
+// thread's start; the block then decides with __syncthreads_or and, if broken, writes a
+// permutation instead (merge_kernels.cuh copy_concatenated).
+template <int kThreads>
+struct SpanChain {
+  int begin_of[kThreads];
+
+  __device__ __forceinline__ void publish(int a_begin) { begin_of[threadIdx.x] = a_begin; }
+
+  // An open span has a next thread in the block (its outputs follow in the same segment).
+  __device__ __forceinline__ bool breaks(const MergeEnd& end) const {
+    return end.open && end.a_end != begin_of[threadIdx.x + 1];
+  }
+};
+
+}  // namespace jax_mergepath

@@ -1,0 +1,47 @@
+// grid_launch.cuh: how every kernel of the package is launched: with programmatic dependent
+// launch (Hopper), so a kernel's blocks are made resident while the kernel before it in the
+// stream finishes (the launch gap between two kernels of one call, ~2 us on an H100, goes;
+// NOTES.md), and nothing else changes: every kernel starts with grid_prologue(), which waits
+// until the previous kernel has completed and its writes are visible before the kernel touches
+// memory. Order and visibility are exactly those of plain stream order; without programmatic
+// launch (older GPUs, a graph without the edge) the prologue is a no-op. A build with code for
+// an architecture below sm_90 (CMakeLists.txt defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches
+// plainly: such code has no prologue (griddepcontrol needs sm_90), and PTX of it compiled for a
+// Hopper GPU at load time must not overlap the kernel before it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace jax_mergepath {
+
+// First statement of every kernel: lets the next kernel of the stream be scheduled once every
+// block of this one has started, then waits for the previous kernel to complete.
+__device__ __forceinline__ void grid_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Enqueues kernel<<<grid, block, 0, stream>>>(args...) with programmatic stream serialization
+// (the kernel must start with grid_prologue()). Returns the launch's error.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
+                          cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.stream = stream;
+#ifndef JMP_NO_PROGRAMMATIC_LAUNCH
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+#endif
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,105 @@
+// merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
+// enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
+// on `stream`: for rows no longer than a tile the rows kernel (full rows) or the packed kernel
+// (ragged rows), else the partition pass and the tiled kernel. No allocation, no host sync: the
+// partition workspace is the caller's merge_workspace_elements() int32 (tuning.h). Used by
+// merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+
+#include "grid_launch.cuh"
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/tuning.h"
+#include "merge_kernels.cuh"
+#include "partition.cuh"
+
+namespace jax_mergepath {
+
+// Enqueues the rows kernel on full rows with `RowsPolicy`'s items a thread.
+template <typename Traits, PayloadKind kPayload, typename Value, typename RowsPolicy>
+cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaStream_t stream) {
+  const MergeLayout& layout = call.layout;
+  const RowsShape rows =
+      merge_rows_shape(RowsPolicy::kThreads, RowsPolicy::kItems, layout.row_length());
+  const int64_t blocks = ceil_div(layout.rows, rows.rows_per_block);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  auto* kernel = merge_rows_kernel<Traits, kPayload, Value, RowsPolicy>;
+  return launch_kernel(kernel, static_cast<unsigned>(blocks), RowsPolicy::kThreads, stream, call,
+                       flip, rows);
+}
+
+// The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts: merge_rows_items).
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy, size_t kI = 0>
+cudaError_t launch_rows_cut(const MergeCall& call, typename Traits::Bits flip, int cut,
+                            cudaStream_t stream) {
+  if constexpr (kI < std::size(kRowsItemsCuts)) {
+    constexpr int kCut = kRowsItemsCuts[kI];
+    if constexpr (Policy::kItems - kCut >= kMinRowsItems) {
+      if (cut == kCut) {
+        return launch_rows<Traits, kPayload, Value, RowsPolicy<Policy, kCut>>(call, flip, stream);
+      }
+    }
+    return launch_rows_cut<Traits, kPayload, Value, Policy, kI + 1>(call, flip, cut, stream);
+  } else {
+    return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
+  }
+}
+
+// Enqueues one merge batch with the tile policy `Policy` (kThreads, kItems, kTile, kMinBlocks).
+template <typename Traits, PayloadKind kPayload, typename Value,
+          typename Policy = MergePolicyFor<Traits, kPayload, Value>>
+cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
+  constexpr int kTile = static_cast<int>(Policy::kTile);
+  const MergeLayout& layout = call.layout;
+  if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
+  const auto flip = direction_mask<Traits>(call.descending);
+  if constexpr (!is_ranks(kPayload)) {
+    if (merge_is_packed(kTile, layout, kPayload)) {
+      const bool full = layout.mode == RowMode::kRuns ||
+                        (layout.a_valid == nullptr && layout.b_valid == nullptr);
+      if (full) {
+        const int64_t d = layout.row_length();
+        const int items = merge_rows_items(Policy::kThreads, Policy::kItems, d);
+        if (merge_rows_shape(Policy::kThreads, items, d).rows_per_block > 0) {
+          return launch_rows_cut<Traits, kPayload, Value, Policy>(call, flip,
+                                                                  Policy::kItems - items, stream);
+        }
+      }
+      const int64_t per_tile = merge_rows_per_tile(kTile, layout.row_length());
+      const int64_t blocks = (layout.rows + per_tile - 1) / per_tile;
+      if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+      auto* kernel = merge_packed_kernel<Traits, kPayload, Value, Policy>;
+      return launch_kernel(kernel, static_cast<unsigned>(blocks), Policy::kThreads, stream, call,
+                           flip);
+    }
+  }
+  const TileMap map = tile_map(layout, kTile);
+  if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  const int32_t* chain_flags =
+      merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
+  auto* kernel = merge_tiled_kernel<Traits, kPayload, Value, Policy>;
+  return launch_kernel(kernel, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
+                       workspace, flip, map, chain_flags);
+}
+
+// The runtime payload of a merge call -> launch_merge's template (values move as raw bits).
+template <typename Traits>
+cudaError_t launch_merge_for_payload(const MergeCall& call, int32_t* workspace,
+                                     cudaStream_t stream) {
+  return visit_payload(call.payload, call.value_bytes, [&](auto kind, auto element) {
+    return launch_merge<Traits, decltype(kind)::value, decltype(element)>(call, workspace,
+                                                                          stream);
+  });
+}
+
+}  // namespace jax_mergepath

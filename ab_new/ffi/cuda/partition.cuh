@@ -1,0 +1,136 @@
+// partition.cuh: the partition pass of the CUDA tiled merge: for every merge of the batch and
+// every tile boundary k (batch_geometry.h's tile map), the merge-path split co_rank(k), written
+// to the workspace as (tiles + 1) int32 per merge.
+//
+// Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block):
+//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, a 32-ary search (~6 dependent
+//     steps for 2^27): latency is what matters when the grid is small.
+//   * many: one thread per boundary, merge_path.h's grid_co_rank_search on A's ABSOLUTE
+//     power-of-two grid (the CPU's anchor search): the pass is bound by random DRAM reads, and
+//     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
+//     and slower on an H200, NOTES.md: a 4-ary search, and sampled ranks + a window search.)
+// Consecutive blocks share one boundary (both write the same split), so a block holds both
+// splits of every boundary pair it starts. With `chain_flags` (merge_checks_order), block b
+// writes chain_flags[b] = 1 iff one of those pairs does not chain up (clamp_split_end would move
+// the second split): only unsorted input does that, and the merge kernel then returns the
+// merge's inputs concatenated (merge_kernels.cuh).
+// For sorted input every strategy gives exactly co_rank's split (merge_path.h), so CPU and GPU
+// agree. Unsorted input: every search stays inside [co_rank_lower, co_rank_upper], and the merge
+// kernel clamps tile ranges on top (tile_ranges), so nothing reads out of bounds.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "grid_launch.cuh"
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+
+// co_rank(k) of one merge by a whole warp: a 32-ary search (32 probes a step) for the smallest
+// i in [lo, hi) with b_first(i, k - 1 - i), else hi: the same split as co_rank's binary search
+// for sorted input. All lanes return it.
+template <typename KeyA, typename KeyB>
+__device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
+                                const KeyA& key_a, const KeyB& key_b) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int64_t lo = co_rank_lower(k, n);
+  int64_t hi = co_rank_upper(k, m);
+  while (lo < hi) {
+    const int64_t step = (hi - lo + 31) / 32;
+    const int64_t probe = lo + lane * step;
+    const bool in_range = probe < hi;
+    const bool hit = in_range && b_first(probe, k - 1 - probe, mv, nv, key_a, key_b);
+    const unsigned hits = __ballot_sync(0xffffffffu, hit);
+    const unsigned probed = __ballot_sync(0xffffffffu, in_range);
+    if (hits) {
+      const int first = __ffs(hits) - 1;
+      hi = lo + first * step;
+      lo = first > 0 ? lo + (first - 1) * step + 1 : lo;
+    } else {
+      lo = lo + (31 - __clz(probed)) * step + 1;
+    }
+  }
+  return lo;
+}
+
+// One warp (kWarpSearch: warp_co_rank) or one thread (grid_co_rank_search) per tile boundary;
+// block b takes boundaries [b * (per_block - 1), b * (per_block - 1) + per_block).
+template <typename Traits, bool kWarpSearch>
+__global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
+                                 const typename Traits::Bits* b_all, typename Traits::Bits flip,
+                                 TileMap map, int32_t* splits, int32_t* chain_flags) {
+  grid_prologue();
+  using Bits = typename Traits::Bits;
+  constexpr int kPerBlock = kWarpSearch ? kPartitionThreads / 32 : kPartitionThreads;
+  __shared__ int32_t split_of[kPerBlock];
+  const int local = kWarpSearch ? static_cast<int>(threadIdx.x >> 5) : static_cast<int>(threadIdx.x);
+  const int64_t id = int64_t{blockIdx.x} * (kPerBlock - 1) + local;
+  const int64_t merge = id / (map.tiles_per_merge + 1);
+  const int64_t t = id - merge * (map.tiles_per_merge + 1);
+  const bool in_range = id < map.boundaries();  // (whole warps alike)
+  RowGeometry g{};
+  int64_t k = 0;
+  if (in_range) {
+    g = row_geometry(layout, merge);
+    const Bits* a = a_all + g.a_offset;
+    const Bits* b = b_all + g.b_offset;
+    auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
+    auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
+    k = tile_diagonal(t, map.tile, g.m + g.n);
+    int64_t split;
+    if constexpr (kWarpSearch) {
+      split = warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+    } else {
+      split = grid_co_rank_search(
+          co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
+          [&](int64_t i) { return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b); });
+    }
+    if (!kWarpSearch || (threadIdx.x & 31) == 0) {
+      splits[id] = static_cast<int32_t>(split);
+      split_of[local] = static_cast<int32_t>(split);
+    }
+  }
+  if (chain_flags == nullptr) return;  // (uniform)
+  __syncthreads();
+  bool broken = false;
+  if (in_range && (!kWarpSearch || (threadIdx.x & 31) == 0) && local + 1 < kPerBlock &&
+      id + 1 < map.boundaries() && t < map.tiles_per_merge) {
+    const int64_t k_next = tile_diagonal(t + 1, map.tile, g.m + g.n);
+    const int64_t next = split_of[local + 1];
+    broken = clamp_split_end<int64_t>(split_of[local], k, next, k_next, g.m, g.n) != next;
+  }
+  const int any_broken = __syncthreads_or(broken);
+  if (threadIdx.x == 0) chain_flags[blockIdx.x] = any_broken != 0;
+}
+
+// Enqueues the partition pass of a tiled merge: the split of every tile boundary of every merge
+// into workspace[0, map.boundaries()), and (merge_checks_order) the blocks' chain flags after
+// them.
+template <typename Traits>
+cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t* workspace,
+                             cudaStream_t stream) {
+  using Bits = typename Traits::Bits;
+  const MergeLayout& layout = call.layout;
+  const int64_t boundaries = map.boundaries();
+  const Bits* a = static_cast<const Bits*>(call.a);
+  const Bits* b = layout.mode == RowMode::kSeparate ? static_cast<const Bits*>(call.b) : a;
+  const Bits flip = direction_mask<Traits>(call.descending);
+  int32_t* chain_flags =
+      merge_checks_order(layout, call.payload) ? workspace + boundaries : nullptr;
+  const int64_t blocks = partition_blocks(boundaries);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  const unsigned grid = static_cast<unsigned>(blocks);
+  auto* warp_search = partition_kernel<Traits, true>;
+  auto* thread_search = partition_kernel<Traits, false>;
+  auto* kernel = partition_boundaries_per_block(boundaries) < kPartitionThreads ? warp_search
+                                                                                : thread_search;
+  return launch_kernel(kernel, grid, kPartitionThreads, stream, layout, a, b, flip, map, workspace,
+                       chain_flags);
+}
+
+}  // namespace jax_mergepath

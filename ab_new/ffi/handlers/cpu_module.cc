@@ -1,0 +1,171 @@
+// cpu_module.cc: XLA FFI handlers for the CPU backend and the nanobind module `_cpu` that hands
+// their capsules to Python (registered for platform "cpu" by jax_mergepath/_ffi.py).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "../cpu/merge_cpu.h"
+#include "common.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+namespace {
+
+ffi::Error MergeCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer a_valid,
+                        ffi::AnyBuffer b_valid, ffi::RemainingArgs values,
+                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
+                        bool descending, int64_t payload, bool runs, bool full_rows) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs,
+                           full_rows);
+  if (!call.has_value()) return call.error();
+  merge_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error CoRankCpuImpl(ffi::AnyBuffer k, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                         ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_co_rank(k, a, b, out, descending);
+  if (!call.has_value()) return call.error();
+  co_rank_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_is_sorted(x, out, descending);
+  if (!call.has_value()) return call.error();
+  is_sorted_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
+                       ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
+                       int64_t payload) {
+  size_t used = 0;
+  auto call = decode_sort(keys, values, out, extra, descending, payload, used);
+  if (!call.has_value()) return call.error();
+  if (used != extra.size()) return invalid("sort", "unexpected extra results");
+  sort_cpu(*call);
+  return ffi::Error::Success();
+}
+
+ffi::Error SearchsortedCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer v, ffi::Result<ffi::AnyBuffer> out,
+                               ffi::RemainingRets extra, bool right, bool sorted_v) {
+  auto call = decode_search(a, v, out, right, sorted_v);
+  if (!call.has_value()) return call.error();
+  if (!extra.empty()) return invalid("searchsorted", "unexpected extra results");
+  searchsorted_cpu(*call);
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_sort_cpu, SortCpuImpl, bind_sort(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_searchsorted_cpu, SearchsortedCpuImpl,
+                              bind_searchsorted(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cpu, MergeCpuImpl, bind_merge(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_co_rank_cpu, CoRankCpuImpl,
+                              bind_co_rank(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_is_sorted_cpu, IsSortedCpuImpl,
+                              bind_is_sorted(ffi::Ffi::Bind()));
+
+}  // namespace jax_mergepath
+
+namespace nb = nanobind;
+
+template <typename Fn>
+static nb::capsule capsule_of(Fn* fn) {
+  return nb::capsule(reinterpret_cast<void*>(fn));
+}
+
+NB_MODULE(_cpu, m) {
+  m.def("registrations", []() {
+    nb::dict d;
+    d["jmp_merge"] = capsule_of(jax_mergepath::jmp_merge_cpu);
+    d["jmp_co_rank"] = capsule_of(jax_mergepath::jmp_co_rank_cpu);
+    d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
+    d["jmp_sort"] = capsule_of(jax_mergepath::jmp_sort_cpu);
+    d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
+    return d;
+  });
+  // The tuning table (tuning.h), for the Python workspace sizing and the tests' sizes.
+  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
+  m.def("sort_tile", &jax_mergepath::sort_tile, "keys per block-sort tile");
+  m.def(
+      "quad_tile",
+      [](int key_bytes, int payload_bytes) {
+        return jax_mergepath::quad_shape(key_bytes, payload_bytes).tile;
+      },
+      "outputs per tile of a sort's quad (four-way) pass");
+  m.def(
+      "merge_workspace_elements",
+      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t m, int64_t n) {
+        return jax_mergepath::merge_workspace_elements(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes,
+            jax_mergepath::rows_layout(rows, m, n));
+      },
+      "int32 elements of the CUDA merge's partition workspace (rows merging m with n)");
+  m.def(
+      "merge_rows_shape",
+      [](int key_bytes, int payload_bytes, int64_t row_length) {
+        const jax_mergepath::MergeShape shape =
+            jax_mergepath::merge_shape(key_bytes, payload_bytes);
+        const int items =
+            jax_mergepath::merge_rows_items(shape.threads, shape.items, row_length);
+        const jax_mergepath::RowsShape rows =
+            jax_mergepath::merge_rows_shape(shape.threads, items, row_length);
+        return nb::make_tuple(shape.threads, items, rows.rows_per_block, rows.threads_per_row);
+      },
+      "(threads, items, rows_per_block, threads_per_row) of the CUDA rows kernel for full rows "
+      "of row_length outputs (items: merge_rows_items; rows_per_block 0: the rows do not fit)");
+  m.def(
+      "quad_split",
+      [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+         const std::vector<int64_t>& c, const std::vector<int64_t>& e, int64_t diag,
+         int64_t tile) {
+        // The quad pass's split search (merge_path.h quad_co_rank, which the CUDA partition
+        // runs) on four sorted runs of int64 keys, from their pairs' co_rank samples.
+        namespace jmp = jax_mergepath;
+        const int64_t total = int64_t(a.size() + b.size() + c.size() + e.size());
+        if (tile < 1 || diag < 0 || diag > total || (diag % tile != 0 && diag != total)) {
+          throw std::invalid_argument("quad_split: diag must be a multiple of tile, or the end");
+        }
+        for (const auto* run : {&a, &b, &c, &e}) {
+          if (!std::is_sorted(run->begin(), run->end())) {
+            throw std::invalid_argument("quad_split: every run must be sorted");
+          }
+        }
+        auto reader = [](const std::vector<int64_t>& v) {
+          return [&v](int64_t i) { return v[static_cast<size_t>(i)]; };
+        };
+        const auto ka = reader(a), kb = reader(b), kc = reader(c), kd = reader(e);
+        auto samples = [tile](int64_t lp, int64_t lq, const auto& kp, const auto& kq) {
+          std::vector<int64_t> s;
+          for (int64_t k = 0; k <= jmp::ceil_div(lp + lq, tile); ++k) {
+            const int64_t at = k * tile < lp + lq ? k * tile : lp + lq;
+            s.push_back(jmp::co_rank<int64_t>(at, lp, lq, lp, lq, kp, kq));
+          }
+          return s;
+        };
+        const int64_t la = int64_t(a.size()), lb = int64_t(b.size());
+        const int64_t lc = int64_t(c.size()), ld = int64_t(e.size());
+        const std::vector<int64_t> xs = samples(la, lb, ka, kb), ys = samples(lc, ld, kc, kd);
+        const jmp::QuadSplit s = jmp::quad_co_rank(
+            diag, tile, la, lb, lc, ld, [&](int64_t k) { return xs.at(size_t(k)); },
+            [&](int64_t k) { return ys.at(size_t(k)); }, ka, kb, kc, kd);
+        return nb::make_tuple(s.x, s.a, s.c);
+      },
+      "(x, a, c) of a quad pass's split at diagonal diag (a multiple of tile, or the end) of "
+      "the four sorted runs a, b, c, e: test hook of merge_path.h quad_co_rank");
+  m.def(
+      "sort_partition_elements",
+      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {
+        return jax_mergepath::sort_partition_elements(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, rows,
+            length);
+      },
+      "int32 elements of the CUDA sort's partition workspace");
+}

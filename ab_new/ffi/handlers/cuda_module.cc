@@ -1,0 +1,145 @@
+// cuda_module.cc: XLA FFI handlers for the CUDA backend and the nanobind module `_cuda`
+// (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and validate
+// buffers (common.h) and call the plain launch functions of ffi/cuda/; the stream is XLA's, the
+// partition workspace is the call's last result, nothing allocates or syncs (graph-safe).
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+#include "../cuda/merge_launch.h"
+#include "common.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+namespace {
+
+ffi::Error cuda_error(const char* op, cudaError_t err) {
+  return ffi::Error::Internal(std::string("jax_mergepath.") + op +
+                              ": CUDA error: " + cudaGetErrorString(err));
+}
+
+ffi::Error MergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                         ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
+                         ffi::RemainingArgs values, ffi::Result<ffi::AnyBuffer> out,
+                         ffi::RemainingRets extra, bool descending, int64_t payload, bool runs,
+                         bool full_rows) {
+  auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs,
+                           full_rows);
+  if (!call.has_value()) return call.error();
+  // The workspace is the last result, after the payload output (if any).
+  auto ws = extra.get<ffi::AnyBuffer>(extra.size() - 1);
+  if (extra.empty() || !ws.has_value()) {
+    return invalid(runs ? "merge_runs" : "merge", "missing the partition workspace");
+  }
+  const int64_t need = merge_workspace_elements(
+      static_cast<int>(ffi::ByteWidth(a.element_type())), call->payload, call->value_bytes,
+      call->layout);
+  if ((*ws)->element_type() != ffi::DataType::S32 ||
+      static_cast<int64_t>((*ws)->element_count()) < need ||
+      extra.size() != (call->payload == PayloadKind::kNone ? 1u : 2u)) {
+    return invalid(runs ? "merge_runs" : "merge", "workspace too small or misplaced");
+  }
+  if (cudaError_t err = merge_cuda(*call, (*ws)->typed_data<int32_t>(), stream);
+      err != cudaSuccess) {
+    return cuda_error(runs ? "merge_runs" : "merge", err);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error CoRankCudaImpl(cudaStream_t stream, ffi::AnyBuffer k, ffi::AnyBuffer a,
+                          ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_co_rank(k, a, b, out, descending);
+  if (!call.has_value()) return call.error();
+  if (cudaError_t err = co_rank_cuda(*call, stream); err != cudaSuccess) {
+    return cuda_error("co_rank", err);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error IsSortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer x,
+                            ffi::Result<ffi::AnyBuffer> out, bool descending) {
+  auto call = decode_is_sorted(x, out, descending);
+  if (!call.has_value()) return call.error();
+  if (cudaError_t err = is_sorted_cuda(*call, stream); err != cudaSuccess) {
+    return cuda_error("is_sorted", err);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::RemainingArgs values,
+                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
+                        bool descending, int64_t payload) {
+  size_t used = 0;
+  auto call = decode_sort(keys, values, out, extra, descending, payload, used);
+  if (!call.has_value()) return call.error();
+  const int64_t need = sort_partition_elements(
+      static_cast<int>(ffi::ByteWidth(keys.element_type())), call->payload, call->value_bytes,
+      call->rows, call->length);
+  auto splits = extra_buffer(extra, used, need, ffi::DataType::S32, "sort", "partition workspace");
+  if (!splits.has_value()) return splits.error();
+  if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
+  if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), stream);
+      err != cudaSuccess) {
+    return cuda_error("sort", err);
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error SearchsortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer v,
+                                ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
+                                bool right, bool sorted_v) {
+  auto call = decode_search(a, v, out, right, sorted_v);
+  if (!call.has_value()) return call.error();
+  const MergeCall merge = search_as_merge(*call);
+  const int64_t need =
+      sorted_v ? merge_workspace_elements(static_cast<int>(ffi::ByteWidth(a.element_type())),
+                                          merge.payload, 0, merge.layout)
+               : 1;
+  auto splits =
+      extra_buffer(extra, 0, need, ffi::DataType::S32, "searchsorted", "partition workspace");
+  if (!splits.has_value()) return splits.error();
+  if (cudaError_t err = searchsorted_cuda(*call, static_cast<int32_t*>(*splits), stream);
+      err != cudaSuccess) {
+    return cuda_error("searchsorted", err);
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+// All of them are captured into CUDA graphs by XLA: they only enqueue work on XLA's stream.
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cuda, MergeCudaImpl,
+                              bind_merge(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+                              {ffi::Traits::kCmdBufferCompatible});
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    jmp_co_rank_cuda, CoRankCudaImpl,
+    bind_co_rank(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+    {ffi::Traits::kCmdBufferCompatible});
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    jmp_is_sorted_cuda, IsSortedCudaImpl,
+    bind_is_sorted(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+    {ffi::Traits::kCmdBufferCompatible});
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_sort_cuda, SortCudaImpl,
+                              bind_sort(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+                              {ffi::Traits::kCmdBufferCompatible});
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    jmp_searchsorted_cuda, SearchsortedCudaImpl,
+    bind_searchsorted(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+    {ffi::Traits::kCmdBufferCompatible});
+
+}  // namespace jax_mergepath
+
+namespace nb = nanobind;
+
+NB_MODULE(_cuda, m) {
+  m.def("registrations", []() {
+    nb::dict d;
+    d["jmp_merge"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_merge_cuda));
+    d["jmp_co_rank"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_co_rank_cuda));
+    d["jmp_is_sorted"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_is_sorted_cuda));
+    d["jmp_sort"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_sort_cuda));
+    d["jmp_searchsorted"] =
+        nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_searchsorted_cuda));
+    return d;
+  });
+}

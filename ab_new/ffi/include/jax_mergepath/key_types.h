@@ -1,0 +1,90 @@
+// key_types.h: the dispatch table from a runtime key type to its ordering traits.
+// Adding a key dtype is one enum entry here, one case in visit_key_type, and one line in the
+// handlers' DataType table (ffi/handlers/common.h).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "jax_mergepath/ordering.h"
+
+namespace jax_mergepath {
+
+enum class KeyType : int {
+  kBool, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64, kF16, kBF16, kF32, kF64, kInvalid
+};
+
+// Calls f(Traits{}) for the key type's traits; returns f's result. kInvalid is never visited
+// (handlers reject it first); it falls back to U8Key only to keep the switch total.
+template <typename F>
+auto visit_key_type(KeyType type, F&& f) {
+  switch (type) {
+    case KeyType::kBool: return f(BoolKey{});
+    case KeyType::kU16: return f(U16Key{});
+    case KeyType::kU32: return f(U32Key{});
+    case KeyType::kU64: return f(U64Key{});
+    case KeyType::kS8: return f(S8Key{});
+    case KeyType::kS16: return f(S16Key{});
+    case KeyType::kS32: return f(S32Key{});
+    case KeyType::kS64: return f(S64Key{});
+    case KeyType::kF16: return f(F16Key{});
+    case KeyType::kBF16: return f(BF16Key{});
+    case KeyType::kF32: return f(F32Key{});
+    case KeyType::kF64: return f(F64Key{});
+    case KeyType::kU8:
+    case KeyType::kInvalid:
+    default: return f(U8Key{});
+  }
+}
+
+// What a merge or sort writes beside (or instead of) the keys:
+//   kNone: nothing; kIndex: the int32 source position of each output (a merge's B element j is
+//   m + j; a sort's is its position in the row); kValue: a value of value_bytes bytes moved with
+//   its key; kRanksOfA / kRanksOfB (merges only): no merged keys: for every element of A (or B),
+//   the number of elements of the other side that precede it in the merge, into an int32 array
+//   shaped like A (or B): the sorted-query searchsorted.
+enum class PayloadKind : int { kNone = 0, kIndex = 1, kValue = 2, kRanksOfA = 3, kRanksOfB = 4 };
+
+inline constexpr bool is_ranks(PayloadKind payload) {
+  return payload == PayloadKind::kRanksOfA || payload == PayloadKind::kRanksOfB;
+}
+
+// The payload's size in bytes per element (tuning policies are chosen by key + payload bytes).
+inline constexpr int payload_bytes(PayloadKind payload, int value_bytes) {
+  return payload == PayloadKind::kNone    ? 0
+         : payload == PayloadKind::kValue ? value_bytes
+                                          : 4;
+}
+
+// Unsigned integer of a payload's byte width (payloads move as raw bits).
+template <typename F>
+auto visit_payload_bits(int bytes, F&& f) {
+  switch (bytes) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 8: return f(uint64_t{});
+    case 4:
+    default: return f(uint32_t{});
+  }
+}
+
+// The one dispatch of a runtime payload: f(std::integral_constant<PayloadKind, K>{}, Element{})
+// with Element = PayloadElement<K, the unsigned bits of value_bytes>; returns f's result.
+template <typename F>
+auto visit_payload(PayloadKind payload, int value_bytes, F&& f) {
+  using K = PayloadKind;
+  auto call = [&](auto kind, auto element) { return f(kind, element); };
+  switch (payload) {
+    case K::kIndex: return call(std::integral_constant<K, K::kIndex>{}, int32_t{});
+    case K::kValue:
+      return visit_payload_bits(value_bytes, [&](auto bits) {
+        return call(std::integral_constant<K, K::kValue>{}, bits);
+      });
+    case K::kRanksOfA: return call(std::integral_constant<K, K::kRanksOfA>{}, int32_t{});
+    case K::kRanksOfB: return call(std::integral_constant<K, K::kRanksOfB>{}, int32_t{});
+    case K::kNone:
+    default: return call(std::integral_constant<K, K::kNone>{}, uint8_t{});
+  }
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,120 @@
+// merge_args.h: the plain-C++ call interfaces of the batched operations, shared by the CPU
+// backend and the CUDA launch functions (no XLA types). Buffers are raw device or host pointers.
+#pragma once
+
+#include <cstdint>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/key_types.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+
+struct MergeCall {
+  KeyType key_type;
+  bool descending;
+  PayloadKind payload;
+  int value_bytes;  // kValue only: 1, 2, 4 or 8
+  MergeLayout layout;
+  const void* a;  // kRuns, kRunPairs: the x array (b is ignored)
+  const void* b;
+  void* out;
+  const void* a_values;  // kValue: values of a (kRuns, kRunPairs: of x)
+  const void* b_values;
+  void* out_payload;  // kIndex: int32 indices; kValue: values; kRanks*: int32 ranks
+};
+
+inline int payload_bytes(const MergeCall& call) {
+  return payload_bytes(call.payload, call.value_bytes);
+}
+
+// co_rank queries: for each of q queries per row, the number of A elements among the first k
+// outputs of merge(A_row, B_row). k is clamped to [0, m + n].
+struct CoRankCall {
+  KeyType key_type;
+  bool descending;
+  int64_t rows, queries, m, n;
+  const int32_t* k;
+  const void* a;
+  const void* b;
+  int32_t* out;
+};
+
+// is_sorted: out[row] = 1 iff row is sorted in the key order (directed), else 0.
+struct IsSortedCall {
+  KeyType key_type;
+  bool descending;
+  int64_t rows, length;
+  const void* x;
+  uint8_t* out;
+};
+
+// A stable sort of every row of keys (rows, length): out_keys gets the sorted keys and, by
+// payload, out_payload nothing (kNone), the int32 source positions (kIndex: argsort) or the
+// values moved with their keys (kValue). spare_keys / spare_payload are workspace shaped like
+// the outputs: the merge passes ping-pong between them and the outputs. Rows already sorted are
+// copied once and skipped (row_sorted), so presorted input costs a check and a copy.
+struct SortCall {
+  KeyType key_type;
+  bool descending;
+  PayloadKind payload;  // kNone, kIndex or kValue
+  int value_bytes;      // kValue only: 1, 2, 4 or 8
+  int64_t rows, length;
+  const void* keys;
+  const void* values;
+  void* out_keys;
+  void* out_payload;
+  void* spare_keys;
+  void* spare_payload;
+  uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
+};
+
+// One merge pass of a mergesort: the run pairs of width `width` of every row of `keys` (and the
+// carried payload `values`, value_bytes wide, or none) merged into `out_keys` / `out_values`;
+// rows flagged in call.row_sorted are left alone.
+inline MergeCall sort_pass(const SortCall& call, int64_t width, const void* keys, void* out_keys,
+                           const void* values, void* out_values, int value_bytes) {
+  MergeCall pass{};
+  pass.key_type = call.key_type;
+  pass.descending = call.descending;
+  pass.payload = value_bytes > 0 ? PayloadKind::kValue : PayloadKind::kNone;
+  pass.value_bytes = value_bytes;
+  pass.layout = {RowMode::kRunPairs, call.rows, call.length, width, nullptr, nullptr,
+                 call.row_sorted};
+  pass.a = pass.b = keys;
+  pass.out = out_keys;
+  pass.a_values = pass.b_values = values;
+  pass.out_payload = out_values;
+  return pass;
+}
+
+// searchsorted: for every query v[row, q], the number of a[row, :] elements that precede it
+// ("left": a[i] < v) or that do not follow it ("right": a[i] <= v), in the key order.
+// sorted_queries: every row of v is sorted (ascending), so the search is one merge path.
+struct SearchCall {
+  KeyType key_type;
+  bool right;
+  bool sorted_queries;
+  int64_t rows, length, queries;  // a is (rows, length), v and out are (rows, queries)
+  const void* a;
+  const void* v;
+  int32_t* out;
+};
+
+// The merge of a searchsorted with sorted queries: queries first on ties for "left" (A = v,
+// B = a, ranks of A), after them for "right" (A = a, B = v, ranks of B).
+inline MergeCall search_as_merge(const SearchCall& s) {
+  MergeCall call{};
+  call.key_type = s.key_type;
+  call.descending = false;
+  call.payload = s.right ? PayloadKind::kRanksOfB : PayloadKind::kRanksOfA;
+  call.layout = s.right ? rows_layout(s.rows, s.length, s.queries)
+                        : rows_layout(s.rows, s.queries, s.length);
+  call.a = s.right ? s.a : s.v;
+  call.b = s.right ? s.v : s.a;
+  call.out = nullptr;
+  call.out_payload = s.out;
+  return call;
+}
+
+}  // namespace jax_mergepath

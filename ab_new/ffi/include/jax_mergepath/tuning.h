@@ -1,0 +1,304 @@
+// tuning.h: tile policies, as data. The CUDA partition, merge and block-sort kernels, the CPU
+// backend and the Python workspace sizing all read these, so they agree on tile boundaries by
+// construction.
+#pragma once
+
+#include <cstdint>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/key_types.h"
+
+namespace jax_mergepath {
+
+inline constexpr int kPartitionThreads = 256;
+// At most this many short rows are packed into one tile (their geometry lives in shared memory).
+inline constexpr int kMaxRowsPerTile = 256;
+
+// A CUDA merge block by key and payload bytes: `threads` threads, each merging `items`
+// consecutive outputs (odd, so a warp's strided shared-memory accesses avoid bank conflicts),
+// registers capped so `min_blocks` blocks fit an SM (the tiled kernel only; 1 = no cap). The
+// kernel is bound by instruction issue as much as by DRAM: larger tiles spread each thread's
+// search and the block's fixed costs over more outputs, and more resident blocks hide the load
+// phase. The first three entries were measured on an H200 with tests/gpu/tile_sweep.cu
+// (NOTES.md); the rest keep the first design's shapes, uncapped up to 8 bytes (capping them
+// spilled registers).
+struct MergeShape {
+  int threads, items, min_blocks;
+};
+
+constexpr MergeShape merge_shape(int key_bytes, int payload_bytes) {
+  if (payload_bytes == 0 && key_bytes <= 4) return {256, 19, 8};
+  if (payload_bytes == 0 && key_bytes == 8) return {256, 11, 6};
+  if (key_bytes == 4 && payload_bytes == 4) return {256, 15, 6};
+  // Over 8 bytes a key and value: capped at 4 blocks (64 registers, no spill). Uncapped, the
+  // unsorted-input checks took int64 + int32 from 63 registers to 70 and int64 + int64 from 61
+  // to 68: one block of the four an SM fewer, 13% slower (tile_sweep, H100).
+  const int bytes = key_bytes + payload_bytes;
+  return {256, bytes <= 4 ? 11 : (bytes <= 8 ? 9 : (bytes <= 12 ? 7 : 5)), bytes > 8 ? 4 : 1};
+}
+
+constexpr int64_t merge_tile(int key_bytes, int payload_bytes) {
+  const MergeShape shape = merge_shape(key_bytes, payload_bytes);
+  return int64_t{shape.threads} * shape.items;
+}
+
+// A kernel's tile policy as template constants: threads a block, items a thread, blocks an SM
+// its registers are capped for, outputs a tile (the merge kernels, quad passes, test sweeps).
+template <int kThreadsT, int kItemsT, int kMinBlocksT, int64_t kTileT>
+struct TilePolicy {
+  static constexpr int kThreads = kThreadsT;
+  static constexpr int kItems = kItemsT;
+  static constexpr int kMinBlocks = kMinBlocksT;
+  static constexpr int64_t kTile = kTileT;
+};
+
+template <int kKeyBytes, int kPayloadBytes>
+struct MergePolicy : TilePolicy<merge_shape(kKeyBytes, kPayloadBytes).threads,
+                                merge_shape(kKeyBytes, kPayloadBytes).items,
+                                merge_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                                merge_tile(kKeyBytes, kPayloadBytes)> {};
+
+// The merge policy of a key type and payload (Value: the payload's element type).
+template <typename Traits, PayloadKind kPayload, typename Value>
+using MergePolicyFor =
+    MergePolicy<int(sizeof(typename Traits::Bits)),
+                payload_bytes(kPayload, kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0)>;
+
+// Rows no longer than a tile are packed whole into tiles (no partition pass); longer merges are
+// cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
+// merge. Run pairs (sort passes) and ranks payloads (searchsorted) are always tiled.
+constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadKind payload) {
+  return layout.mode != RowMode::kRunPairs && !is_ranks(payload) && layout.row_length() <= tile;
+}
+
+// Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
+// threads_per_row = ceil(length / items) threads (each merging `items` outputs of that row only),
+// and a block takes rows_per_block rows, leaving `items` slots of the tile free (a row's last
+// thread may read that far past its row). rows_per_block == 0: the rows do not fit this way.
+struct RowsShape {
+  int64_t rows_per_block, threads_per_row;
+};
+
+constexpr RowsShape merge_rows_shape(int threads, int items, int64_t row_length) {
+  const int64_t per_row = row_length > 0 ? ceil_div(row_length, items) : 1;
+  const int64_t room = int64_t{threads} * items - items;
+  int64_t rows = row_length > 0 ? room / row_length : kMaxRowsPerTile;
+  rows = rows < threads / per_row ? rows : threads / per_row;
+  return {rows < kMaxRowsPerTile ? rows : kMaxRowsPerTile, per_row};
+}
+
+// The rows kernel's items a thread for full rows of `row_length`: the tile policy's `items`, or
+// items - cut for a cut in kRowsItemsCuts (odd too, at least kMinRowsItems, the rows still
+// fitting) whose thread groups step through the fewest slots per row, when that is at least 5%
+// fewer than with `items` (the merge is branch-free: a row's last thread steps through all its
+// items, valid or not, and the kernel is bound by instruction issue). tile_sweep on an H200,
+// int32 rows of 32+32: 19 items 255 us, 17 items 221 us, 13 items 197 us (65 slots a row
+// against 76); rows of 512+512 and 2048+2048 keep 19 (2-3% ahead of 17).
+inline constexpr int kRowsItemsCuts[] = {2, 4, 6};
+inline constexpr int kMinRowsItems = 3;
+
+constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
+  if (row_length <= 0) return items;
+  auto slots_of = [row_length](int per_thread) {  // slots a row's thread group steps through
+    return ceil_div(row_length, per_thread) * per_thread;
+  };
+  const int64_t wide_slots = slots_of(items);
+  int best = items;
+  int64_t best_slots = wide_slots;
+  for (const int cut : kRowsItemsCuts) {
+    const int fewer = items - cut;
+    if (fewer < kMinRowsItems ||
+        merge_rows_shape(threads, fewer, row_length).rows_per_block == 0) {
+      break;  // fewer items hold less of a row: the next cut fits no better
+    }
+    const int64_t slots = slots_of(fewer);
+    if (slots * 20 <= wide_slots * 19 && slots < best_slots) {
+      best = fewer;
+      best_slots = slots;
+    }
+  }
+  return best;
+}
+
+// The same threads and register cap as Policy, `items - kCut` a thread (merge_rows_items).
+template <typename Policy, int kCut>
+struct RowsPolicy : TilePolicy<Policy::kThreads, Policy::kItems - kCut, Policy::kMinBlocks,
+                               int64_t{Policy::kThreads} * (Policy::kItems - kCut)> {};
+
+constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
+  const int64_t fit = row_length > 0 ? tile / row_length : 1;
+  return fit < 1 ? 1 : (fit > kMaxRowsPerTile ? kMaxRowsPerTile : fit);
+}
+
+// The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
+// boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
+// each block sees every pair of neighbouring boundaries it starts and can check their splits.
+// Crossover measured on an H100 (tile_sweep's partition times, NOTES.md): warps win up to ~3000
+// boundaries (int64 2^23, 2980: 17.0 vs 18.3 us; int32 2^23, 1726: 11.2 vs 14.8 us), threads
+// above (int32 2^24, 3450: 14.5 vs 18.5 us).
+inline constexpr int64_t kWarpSearchMaxBoundaries = 3072;
+
+constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
+  return boundaries <= kWarpSearchMaxBoundaries ? kPartitionThreads / 32 : kPartitionThreads;
+}
+
+constexpr int64_t partition_blocks(int64_t boundaries) {
+  const int64_t fresh = partition_boundaries_per_block(boundaries) - 1;  // the last is shared
+  return boundaries <= 1 ? 1 : ceil_div(boundaries - 1, fresh);
+}
+
+// Merges whose input order is the caller's (merge, merge_by_key, merge_runs; not a sort pass's
+// runs, which its block sort ordered, nor searchsorted's ranks) may get unsorted input: their
+// kernels check that the splits chain up and fall back to a permutation when they do not.
+constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload) {
+  return layout.mode != RowMode::kRunPairs && !is_ranks(payload);
+}
+
+// int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
+// the splits, (tiles + 1) per merge, then (merge_checks_order) one chain flag a partition block.
+constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
+                                           const MergeLayout& layout) {
+  const int64_t tile = merge_tile(key_bytes, payload_bytes(payload, value_bytes));
+  if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
+  const int64_t boundaries = tile_map(layout, tile).boundaries();
+  return boundaries + (merge_checks_order(layout, payload) ? partition_blocks(boundaries) : 0);
+}
+
+// ------------------------------------------------------------------ mergesort
+// A block sort cuts every row into tiles of threads x items keys and sorts each (a stable
+// in-register network of `items` keys per thread, then merge rounds of run pairs inside the
+// tile); passes of run-pair merges (MergeLayout kRunPairs, merge tiles) follow, doubling the run
+// width from the tile until it covers the row (on the GPU, large sorts merge four runs a pass:
+// quad passes, below). `items` is odd (bank conflicts on the GPU).
+// Keys of up to 4 bytes alone: 256 x 17, chosen with tests/gpu/sort_sweep.cu on an H100
+// (benchmarks/h100_sort_sweep.txt, block sort of 2^26 int32 keys): against 256 x 15, rows of 64
+// 345 vs 431 us, rows of 512 496 vs 547 us, rows of 2048 653 vs 897 us, the tiles of a long row
+// 672 vs 674 us; and its 4352-key tile holds a row of 4096 whole (no merge pass). 256 x 19 was
+// 4% faster on rows of 512 and slower on the others. The other shapes keep the first design's.
+struct SortShape {
+  int threads, items;
+};
+
+constexpr SortShape sort_shape(int key_bytes, int payload_bytes) {
+  const int bytes = key_bytes + payload_bytes;
+  return {256, bytes <= 4 ? 17 : (bytes <= 8 ? 11 : (bytes <= 12 ? 9 : 7))};
+}
+
+constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
+  const SortShape shape = sort_shape(key_bytes, payload_bytes);
+  return int64_t{shape.threads} * shape.items;
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct SortPolicy {
+  static constexpr SortShape kShape = sort_shape(kKeyBytes, kPayloadBytes);
+  static constexpr int kThreads = kShape.threads;
+  static constexpr int kItems = kShape.items;
+  static constexpr int64_t kTile = sort_tile(kKeyBytes, kPayloadBytes);
+};
+
+// Two-way merge levels after the block sort of rows of `length`: runs of width tile, 2 tile, ...
+// until one run covers the row.
+constexpr int sort_passes(int64_t tile, int64_t length) {
+  int passes = 0;
+  for (int64_t width = tile; width < length; width *= 2) ++passes;
+  return passes;
+}
+
+// Quad passes (four-way merges, merge_path.h quad_co_rank; ffi/cuda/quad_merge.cuh): one pass
+// does two merge levels with one read and one write of the keys. A quad block copies its four
+// ranges into shared memory (cp.async, one element a copy), merges them pairwise there, then the
+// two results, with (threads - 1) x items outputs (the first level pads X's outputs to whole
+// threads). Its partition costs more than two two-way ones (the split of a quad tile boundary:
+// ~60 dependent loads, one thread a boundary, about one wave whatever the size: ~75-85 us a
+// pass at 2^25 keys, ~120 us at 2^27 on an H100), so quads pay only on large sorts.
+// tests/gpu/quad_sweep.cu on an H100 (one quad pass against the two two-way passes it replaces;
+// benchmarks/h100_quad_sweep_cp_async.txt), runs of 2^15: 2^27 int32 keys 694 vs 797 us (256 x
+// 19, 4 blocks), float32 keys + int32 values 963 vs 1559 us (256 x 15, 3 blocks), 2^26 int64
+// keys 539 vs 804 us (256 x 17, 3 blocks); at 256 MB a pass (runs of 2^14): int32 2^26 401 vs
+// 412 us, float32 + int32 2^25 324 vs 418 us; at 128 MB (runs of 2^13): int64 2^24 224 vs 230
+// us, int32 2^25 251 vs 217 us. So a sort takes quads when a pass moves at least
+// quad_min_bytes: 2^28 for 4-byte elements, 2^27 for wider ones. Keys of 4 or 8 bytes, alone
+// or with a 4-byte payload (argsort's int32 positions measured; sort_by_key's 4-byte values run
+// the same kernel on uint32 bits); the other shapes (small keys, other payloads) keep two-way
+// passes until measured.
+struct QuadShape {
+  int threads, items, min_blocks;
+  int64_t tile;
+};
+
+constexpr int64_t quad_min_bytes(int element_bytes) {
+  return element_bytes <= 4 ? int64_t{1} << 28 : int64_t{1} << 27;
+}
+
+constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
+  const bool keys_alone = payload_bytes == 0;
+  const int items = keys_alone && key_bytes <= 4   ? 19
+                    : keys_alone && key_bytes == 8 ? 17
+                    : key_bytes == 4 && payload_bytes == 4
+                        ? 15
+                        : merge_shape(key_bytes, payload_bytes).items;
+  const int threads = 256;
+  return {threads, items, keys_alone && key_bytes <= 4 ? 4 : 3, int64_t{threads - 1} * items};
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
+                               quad_shape(kKeyBytes, kPayloadBytes).items,
+                               quad_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                               quad_shape(kKeyBytes, kPayloadBytes).tile> {};
+
+// Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
+constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  const bool measured = key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
+  const int element_bytes = key_bytes + payload_bytes;
+  return measured && rows * length * element_bytes >= quad_min_bytes(element_bytes);
+}
+
+// A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
+// two-way levels left are even (an odd count starts with one two-way pass).
+constexpr bool sort_pass_is_quad(bool quads, int64_t width, int64_t length) {
+  return quads && sort_passes(width, length) % 2 == 0;
+}
+
+// The passes (launches) of a sort after its block sort of `tile`.
+constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
+  int passes = 0;
+  for (int64_t width = tile; width < length;
+       width *= sort_pass_is_quad(quads, width, length) ? 4 : 2) {
+    ++passes;
+  }
+  return passes;
+}
+
+// int32 elements of a quad pass's workspace: the splits of its pairs (A, B), (C, D) every quad
+// tile (the two-way partition of run width `width`), then three a boundary of its quad tiles
+// (quad_co_rank: x, a, c).
+constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& pairs) {
+  MergeLayout quads = pairs;
+  quads.n = 2 * pairs.n;
+  return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
+}
+
+// int32 elements of the CUDA sort's workspace for partitions: the largest pass's (a pass
+// carries the payload as a value: kIndex positions are 4-byte values).
+constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
+                                          int64_t rows, int64_t length) {
+  const int64_t tile = sort_tile(key_bytes, payload_bytes(payload, value_bytes));
+  const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
+  const int carried_bytes = payload_bytes(payload, value_bytes);
+  const bool quads = sort_uses_quads(key_bytes, carried_bytes, rows, length);
+  int64_t most = 1;
+  for (int64_t width = tile; width < length;) {
+    const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
+    const bool quad = sort_pass_is_quad(quads, width, length);
+    const int64_t need =
+        quad ? quad_workspace_elements(quad_shape(key_bytes, carried_bytes).tile, pass)
+             : merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
+    most = need > most ? need : most;
+    width *= quad ? 4 : 2;
+  }
+  return most;
+}
+
+}  // namespace jax_mergepath

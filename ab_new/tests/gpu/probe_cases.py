@@ -1,0 +1,136 @@
+"""Cases for profiling one operation on a GPU (ncu / nsys): each runs the jitted call `--calls`
+times on fresh random sorted/unsorted data after checking it against a jnp baseline.
+
+    python3 tests/gpu/probe_cases.py CASE [--calls N]
+
+Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
+4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
+(int32 2^27 already sorted), sort_i32 / sort_i64 (2^27 random; int64: quad passes), search
+(searchsorted of 2^23 sorted queries in 2^23 sorted int32), rows64 / rows512 / rows4096 (2^26 int32
+sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
+an XLA kernel of a merge's bytes), stream / stream_jnp (examples/sorted_stream.py --size gpu,
+one scan of 32 steps, jax_mergepath / jnp only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_mergepath as jmp
+from jax_mergepath.bench.data import sorted_keys
+from jax_mergepath.bench.trace import device_events
+
+
+def sorted_rows(rows: int, d: int, dtype, seed: int) -> jax.Array:
+    return sorted_keys(jax.random.key(seed), (rows, d), dtype)
+
+
+def case(name: str):
+    if name.startswith("vmap"):
+        d = int(name[4:])
+        rows = 2**26 // (2 * d)
+        a, b = sorted_rows(rows, d, jnp.int32, 1), sorted_rows(rows, d, jnp.int32, 2)
+        f = jax.jit(jax.vmap(jmp.merge))
+        want = jnp.sort(jnp.concatenate([a, b], -1), -1)
+        return f, (a, b), want
+    if name.startswith("merge_"):
+        dtype = {"i32": jnp.int32, "f32": jnp.float32, "f64": jnp.float64, "i64": jnp.int64}[
+            name[6:]]
+        a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
+        return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
+    if name in ("stream", "stream_jnp"):  # examples/sorted_stream.py at --size gpu, one scan
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+        import sorted_stream as ss
+
+        insert = ss.jmp_insert if name == "stream" else ss.jnp_insert
+        queue = ss.initial_queue(np.random.default_rng(0), 2**24)
+        f = jax.jit(partial(ss.run, steps=32, batch=2**16, insert=insert))
+        want = jax.jit(partial(ss.run, steps=32, batch=2**16, insert=ss.jnp_insert))(
+            queue, jax.random.key(0))
+        return (lambda q, k: f(q, k)[0][0]), (queue, jax.random.key(0)), want[0][0]
+    if name == "plus1_f32":  # one XLA kernel reading and writing as much as a 2^27 merge
+        x = jax.random.normal(jax.random.key(6), (2**27,), jnp.float32)
+        return jax.jit(lambda v: v + 1), (x,), x + 1
+    if name.startswith("rows"):  # a row sort: 2^26 int32 as rows of d
+        d = int(name[4:])
+        x = jax.random.randint(jax.random.key(5), (2**26 // d, d), -(2**30), 2**30, jnp.int32)
+        return jax.jit(jmp.sort), (x,), jnp.sort(x, axis=-1)
+    if name == "sort_presorted":
+        x = sorted_rows(1, 2**27, jnp.int32, 3)[0]
+        return jax.jit(jmp.sort), (x,), x
+    if name == "sort_i32":
+        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**30), 2**30, jnp.int32)
+        return jax.jit(jmp.sort), (x,), jnp.sort(x)
+    if name == "sort_i64":  # quad passes (8-byte keys, 2^30 bytes a pass)
+        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
+        return jax.jit(jmp.sort), (x,), jnp.sort(x)
+    if name == "search":  # searchsorted of 2^23 sorted queries in 2^23 sorted int32
+        a, v = sorted_rows(1, 2**23, jnp.int32, 7)[0], sorted_rows(1, 2**23, jnp.int32, 8)[0]
+        f = jax.jit(partial(jmp.searchsorted, sorted_v=True))
+        return f, (a, v), jnp.searchsorted(a, v).astype(jnp.int32)
+    raise SystemExit(f"unknown case {name}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("case")
+    p.add_argument("--calls", type=int, default=2)
+    p.add_argument("--timeline", action="store_true",
+                   help="trace --calls back-to-back calls; print the GPU timeline's gaps")
+    args = p.parse_args()
+    jax.config.update("jax_enable_x64", True)
+    f, xs, want = case(args.case)
+    got = f(*xs)
+    assert np.array_equal(np.asarray(got), np.asarray(want)), args.case
+    start = time.perf_counter()
+    outs = [f(*xs) for _ in range(args.calls)]
+    jax.block_until_ready(outs)
+    print(f"{args.case}: {(time.perf_counter() - start) / args.calls * 1e6:.1f} us/call "
+          f"({args.calls} calls, {jax.devices()[0].device_kind})", flush=True)
+    if args.timeline:
+        timeline(f, xs, args.calls)
+
+
+def timeline(f, xs, calls: int) -> None:
+    """Back-to-back calls under a profiler trace (blocked once): every GPU stream event of the
+    last calls, and the medians of each kernel's duration and of the idle gap before it."""
+    with tempfile.TemporaryDirectory(prefix="jmptl") as tmp:
+        jax.block_until_ready(f(*xs))
+        jax.profiler.start_trace(tmp)
+        out = None
+        for _ in range(calls):
+            out = f(*xs)
+        jax.block_until_ready(out)
+        jax.profiler.stop_trace()
+        path = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)[0]
+        events = [(ev.start_ns, ev.duration_ns, ev.name[:60])
+                  for ev in device_events(path, "gpu")]
+    events.sort()
+    gaps: dict = {}
+    durs: dict = {}
+    for (s0, d0, _), (s1, d1, n1) in zip(events, events[1:], strict=False):
+        gaps.setdefault(n1, []).append((s1 - s0 - d0) / 1e3)
+        durs.setdefault(n1, []).append(d1 / 1e3)
+    for n in durs:
+        print(f"  {n:60s} x{len(durs[n]):3d} {statistics.median(durs[n]):9.1f} us, gap before "
+              f"{statistics.median(gaps[n]):7.1f} us (max {max(gaps[n]):.1f})")
+    span = (events[-1][0] + events[-1][1] - events[0][0]) / 1e3
+    print(f"  span {span:.1f} us for {calls} calls = {span / calls:.1f} us/call")
+    for s0, d0, n0 in events[-8:]:
+        print(f"    {(s0 - events[-8][0]) / 1e3:10.1f} {d0 / 1e3:9.1f}  {n0}")
+
+
+if __name__ == "__main__":
+    main()

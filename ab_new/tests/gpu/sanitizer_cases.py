@@ -1,0 +1,94 @@
+"""A small GPU workload for compute-sanitizer (memcheck, racecheck): every kernel path once.
+
+Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
+rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
+rows, every sort payload, quad passes, searchsorted (binary and merge path); sizes around the
+tiles; results are checked against numpy so a silent error also fails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_mergepath as jmp
+from jax_mergepath import _cpu
+
+
+def check(got, want, what: str) -> None:
+    if not np.array_equal(np.asarray(got), np.asarray(want)):
+        print("MISMATCH", what)
+        sys.exit(2)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    assert jax.devices()[0].platform == "gpu", jax.devices()
+    tile = _cpu.merge_tile(4, 0)  # int32 keys, no payload
+    cases = [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (tile, 1, 2), (tile + 3, tile - 1, 2)]
+    cases.append((2 * tile + 5, 2 * tile - 7, 1100))  # > 4096 boundaries: thread partition
+    cases.append((tile - 19 - 300, 300, 5))  # the rows kernel's longest rows
+    for m, n, rows in cases:
+        a = np.sort(rng.integers(0, 50, (rows, m)), axis=-1).astype(np.int32)
+        b = np.sort(rng.integers(0, 50, (rows, n)), axis=-1).astype(np.int32)
+        cat = np.concatenate([a, b], -1)
+        perm = np.argsort(cat, axis=-1, kind="stable")
+        out, idx = jmp.merge(a, b, return_indices=True)
+        check(idx, perm, f"merge idx {m},{n},{rows}")
+        k, v = jmp.merge_by_key(a, b, a.astype(np.float32), b.astype(np.float32))
+        check(v, np.take_along_axis(cat, perm, -1).astype(np.float32), "merge_by_key")
+        desc = jmp.merge(a[..., ::-1], b[..., ::-1], descending=True)
+        check(desc, np.sort(cat, axis=-1)[..., ::-1], "descending")
+        fa, fb = a.astype(np.float32) - 25.5, b.astype(np.float32) - 25.5  # FPU compares
+        check(jmp.merge(fa, fb), np.sort(cat, axis=-1).astype(np.float32) - 25.5, "float32")
+        ragged = jmp.merge(a, b, a_length=m // 2, b_length=n // 3)
+        assert ragged.shape == (rows, m + n)
+        runs = jmp.merge_runs(np.sort(cat, -1), m // 2)
+        check(runs, np.sort(cat, -1), "merge_runs")
+        ks = jnp.broadcast_to(
+            jnp.arange(0, m + n + 1, 97, dtype=jnp.int32), (rows, len(range(0, m + n + 1, 97)))
+        )
+        jax.block_until_ready(jmp.co_rank(ks, a, b))
+    unsorted = rng.integers(0, 1000, 10000).astype(np.int32)
+    jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
+    many = rng.integers(0, 1000, (1100, 2 * tile)).astype(np.int32)  # unsorted, many boundaries
+    jax.block_until_ready(jmp.merge(many, many[:, ::-1].copy(), return_indices=True))
+    # Unsorted input through every fallback (tests/test_merge_unsorted.py checks the results):
+    # rows kernel, packed kernel (ragged), merge_runs, values.
+    rows = rng.integers(0, 1000, (500, 64)).astype(np.int32)
+    jax.block_until_ready(jmp.merge(rows, rows[:, ::-1].copy(), return_indices=True))
+    jax.block_until_ready(jmp.merge(rows, rows, a_length=rows[:, 0] % 65, b_length=7))
+    jax.block_until_ready(jmp.merge_runs(many[:3], np.array([5, tile, 2 * tile - 1])))
+    jax.block_until_ready(jmp.merge_by_key(many[:2], many[:2], many[:2] * 1.0, many[:2] * 1.0))
+    sort_cases(rng)
+    print("sanitizer cases OK")
+
+
+def sort_cases(rng: np.random.Generator) -> None:
+    tile = _cpu.sort_tile(4, 0)
+    for rows, d in [(1, 3 * tile + 17), (3, tile - 1), (70, 64), (9, 100), (1, 1000), (2, 5)]:
+        x = rng.integers(0, 40, (rows, d)).astype(np.int32)
+        want = np.argsort(x, axis=-1, kind="stable").astype(np.int32)
+        check(jmp.argsort(x), want, f"argsort {rows}x{d}")
+        check(jmp.sort(x, descending=True), -np.sort(-x, axis=-1), f"sort desc {rows}x{d}")
+        k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
+        check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
+        check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
+    # Quad passes (tuning.h sort_uses_quads: >= 2^29 bytes a pass): argsort of int32 keys (4 + 4
+    # bytes), an odd count of two-way levels (a two-way pass first).
+    big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
+    check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
+    q = rng.integers(-5, 105, 7000).astype(np.int32)
+    for side in ("left", "right"):
+        check(jmp.searchsorted(a, q, side), np.searchsorted(a, q, side), "searchsorted")
+        qs = np.sort(q)
+        check(jmp.searchsorted(a, qs, side, sorted_v=True), np.searchsorted(a, qs, side),
+              "searchsorted sorted_v")
+
+
+if __name__ == "__main__":
+    main()

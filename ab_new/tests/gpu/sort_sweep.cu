@@ -1,0 +1,172 @@
+// sort_sweep.cu: times the production block sort (block_sort.cuh) for several tile shapes
+// (threads x items) on one GPU, to choose tuning.h's SortPolicy: int32 keys alone as rows of 64,
+// 512, 2048 and 4096 (one block sorts whole rows: the whole row sort when the tile holds a row),
+// and as the tiles of one long row (the first step of a 1-D sort), plus float32 keys alone (the
+// stable network on held floats) and float32 keys with int32 positions (argsort's block sort). Every variant's output is checked against std::stable_sort
+// of each row (tile) before it is timed. Prints device time (CUDA events, median of warm
+// repeats) and the % of a cudaMemcpy D2D of the same bytes measured in the same run.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
+//        tests/gpu/sort_sweep.cu -o /tmp/sort_sweep
+//   /tmp/sort_sweep [log2_total=26] [repeats=10] [only: "d,threads,items", e.g. 512,256,15 (d -1:
+//   a long row), for ncu]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "../../ffi/cuda/block_sort.cuh"
+#include "sweep_timing.cuh"
+
+namespace jmp = jax_mergepath;
+
+template <int kThreadsT, int kItemsT>
+struct Shape {
+  static constexpr int kThreads = kThreadsT;
+  static constexpr int kItems = kItemsT;
+  static constexpr int64_t kTile = int64_t{kThreadsT} * kItemsT;
+};
+
+struct Buffers {
+  int64_t total = 0;
+  std::vector<uint32_t> host;  // random int32 / float32 bits
+  void *keys = nullptr, *out = nullptr, *pos = nullptr, *copy = nullptr;
+  uint8_t* flags = nullptr;
+};
+
+float g_copy_ms = 0;
+int64_t g_only[3] = {0, 0, 0};  // d, threads, items of the one case to run (d == 0: all)
+
+// One shape on rows of d keys (d <= 0: one long row cut into tiles); Traits: S32Key or F32Key,
+// kIndex: with argsort's int32 positions.
+template <typename Traits, jmp::PayloadKind kPayload, typename Policy>
+void run(Buffers& b, int64_t d_arg, int repeats) {
+  constexpr bool kFloat = std::is_same_v<Traits, jmp::F32Key>;
+  constexpr bool kIndex = kPayload == jmp::PayloadKind::kIndex;
+  const bool long_row = d_arg <= 0;
+  const int64_t d = long_row ? b.total : d_arg;
+  if (!long_row && d > Policy::kTile) return;  // rows of several tiles need passes
+  if (g_only[0] != 0 && (g_only[0] != d_arg || g_only[1] != Policy::kThreads ||
+                         g_only[2] != Policy::kItems)) {
+    return;
+  }
+  const int64_t rows = b.total / d;
+  jmp::SortCall call{};
+  call.key_type = kFloat ? jmp::KeyType::kF32 : jmp::KeyType::kS32;
+  call.payload = kPayload;
+  call.value_bytes = 4;
+  call.rows = rows;
+  call.length = d;
+  call.keys = b.keys;
+  call.out_keys = b.out;
+  call.out_payload = b.pos;
+  call.row_sorted = b.flags;
+  const int64_t span = jmp::sort_segment(d, Policy::kItems, Policy::kTile);
+  const int64_t tiles_per_row = jmp::ceil_div(d, Policy::kTile);
+  const int64_t blocks = span < Policy::kTile ? jmp::ceil_div(rows, Policy::kTile / span)
+                                              : rows * tiles_per_row;
+  auto go = [&] {
+    jmp::block_sort_kernel<Traits, kPayload, int32_t, Policy>
+        <<<static_cast<unsigned>(blocks), Policy::kThreads>>>(
+            call, static_cast<uint32_t*>(b.out), static_cast<int32_t*>(b.pos), 0u,
+            static_cast<int>(span), tiles_per_row, long_row);
+    CHECK_CUDA(cudaGetLastError());
+  };
+  CHECK_CUDA(cudaMemset(b.out, 0, b.total * 4));
+  go();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<uint32_t> got(b.total);
+  std::vector<int32_t> got_pos(b.total);
+  CHECK_CUDA(cudaMemcpy(got.data(), b.out, b.total * 4, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got_pos.data(), b.pos, b.total * 4, cudaMemcpyDeviceToHost));
+  // Check the first and last 64 units (rows or tiles) against a stable sort of their keys.
+  const int64_t unit = long_row ? Policy::kTile : d;
+  const int64_t units = jmp::ceil_div(b.total, unit);
+  int64_t bad = 0;
+  for (int64_t u = 0; u < units; ++u) {
+    if (u >= 64 && u < units - 64) continue;
+    const int64_t begin = u * unit, len = std::min(unit, b.total - begin);
+    std::vector<int32_t> order(len);
+    std::iota(order.begin(), order.end(), 0);
+    auto value = [&](int32_t i) -> double {
+      const uint32_t bits = b.host[begin + i];
+      if (kFloat) {
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+      }
+      return static_cast<double>(static_cast<int32_t>(bits));
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t x, int32_t y) { return value(x) < value(y); });
+    for (int64_t k = 0; k < len; ++k) {
+      bad += got[begin + k] != b.host[begin + order[k]];
+      if (kIndex) {
+        bad += got_pos[begin + k] != static_cast<int32_t>((long_row ? begin : 0) + order[k]);
+      }
+    }
+  }
+  const float ms = time_ms(go, repeats);
+  const double bytes = 2.0 * b.total * (kIndex ? 8 : 4);
+  const double copy_bytes = 2.0 * b.total * 4;
+  std::printf("%-14s rows of %-9lld T=%4d I=%2d tile=%5lld %8.1f us  %6.1f%% of copy  %s\n",
+              kIndex ? "f32+index" : (kFloat ? "f32" : "int32"),
+              static_cast<long long>(long_row ? -1 : d), Policy::kThreads, Policy::kItems,
+              static_cast<long long>(Policy::kTile), ms * 1e3,
+              100.0 * (bytes / ms) / (copy_bytes / g_copy_ms), bad ? "WRONG" : "ok");
+  std::fflush(stdout);
+}
+
+template <typename Traits, jmp::PayloadKind kPayload, typename... Policies>
+void sweep(Buffers& b, int64_t d, int repeats) {
+  (run<Traits, kPayload, Policies>(b, d, repeats), ...);
+}
+
+int main(int argc, char** argv) {
+  const int log2_total = argc > 1 ? std::atoi(argv[1]) : 26;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 10;
+  if (argc > 3) {
+    std::sscanf(argv[3], "%lld,%lld,%lld", reinterpret_cast<long long*>(&g_only[0]),
+                reinterpret_cast<long long*>(&g_only[1]), reinterpret_cast<long long*>(&g_only[2]));
+  }
+  Buffers b;
+  b.total = int64_t{1} << log2_total;
+  b.host.resize(b.total);
+  std::mt19937 gen(7);
+  for (auto& x : b.host) x = gen() & ~(1u << 30);  // finite as float32 too
+  CHECK_CUDA(cudaMalloc(&b.keys, b.total * 4));
+  CHECK_CUDA(cudaMalloc(&b.out, b.total * 4));
+  CHECK_CUDA(cudaMalloc(&b.pos, b.total * 4));
+  CHECK_CUDA(cudaMalloc(&b.copy, b.total * 4));
+  CHECK_CUDA(cudaMalloc(&b.flags, 1 << 20));
+  CHECK_CUDA(cudaMemset(b.flags, 0, 1 << 20));
+  CHECK_CUDA(cudaMemcpy(b.keys, b.host.data(), b.total * 4, cudaMemcpyHostToDevice));
+  g_copy_ms = time_ms(
+      [&] { CHECK_CUDA(cudaMemcpy(b.copy, b.keys, b.total * 4, cudaMemcpyDeviceToDevice)); },
+      repeats);
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s, 2^%d keys, copy %.1f us (%.2f TB/s)\n", prop.name, log2_total, g_copy_ms * 1e3,
+              2.0 * b.total * 4 / (g_copy_ms * 1e-3) * 1e-12);
+  using S32 = jmp::S32Key;
+  using F32 = jmp::F32Key;
+  constexpr auto kNone = jmp::PayloadKind::kNone;
+  constexpr auto kIndex = jmp::PayloadKind::kIndex;
+  for (int64_t d : {int64_t{64}, int64_t{512}, int64_t{2048}, int64_t{4096}, int64_t{-1}}) {
+    sweep<S32, kNone, Shape<256, 15>, Shape<128, 15>, Shape<256, 7>, Shape<256, 11>,
+          Shape<256, 17>, Shape<256, 19>, Shape<256, 23>, Shape<512, 9>, Shape<512, 11>,
+          Shape<512, 15>>(b, d, repeats);
+  }
+  for (int64_t d : {int64_t{512}, int64_t{-1}}) {
+    sweep<F32, kNone, Shape<256, 15>, Shape<256, 17>, Shape<256, 19>>(b, d, repeats);
+  }
+  for (int64_t d : {int64_t{-1}}) {
+    sweep<F32, kIndex, Shape<256, 11>, Shape<256, 7>, Shape<256, 9>, Shape<256, 13>,
+          Shape<512, 11>>(b, d, repeats);
+  }
+  return 0;
+}
