@@ -6,9 +6,9 @@
 //   2. quad_partition_kernel: for every quad tile boundary d, merge_path.h's quad_co_rank from
 //      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
-//   3. quad_merge_kernel: one block per quad tile loads its four exact ranges into shared
-//      memory (one round trip: tile_io.cuh load_ranges_packed), merges A with B and C with D (first
-//      level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
+//   3. quad_merge_kernel: one block per quad tile copies its four exact ranges into shared
+//      memory (one round trip: tile_io.cuh load_ranges_packed), merges A with B and C with D
+//      (first level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
 //      (merge_full both times) into registers, and stores through shared memory like the tiled
 //      merge (block_merge.cuh).
 // tuning.h says which sorts take quad passes (sort_uses_quads) and with which shapes.

@@ -166,15 +166,14 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
 
 // Copies kRanges ranges of one array, [base + start[r], base + start[r] + count[r]) (counts
 // summing to at most kThreads * kPerThread), into shared[0, total) one after the other: range r
-// at loc[r], the sum of the counts before it. `values` (optional: null when V is unused) are
-// copied from the same positions into value_stage at the same slots (kValues). One element a copy: the
-// tile's element e, thread e % kThreads's copy e / kThreads, is range r's element e - loc[r] for
-// the last r with loc[r] <= e, found by unrolled compares (a runtime index would put the arrays
-// in local memory). The copies go global -> shared without registers (cp.async), all in flight
-// at once: staged through registers, ptxas interleaved the shared stores with the loads (more
-// round trips to memory). The caller synchronizes the block before reading `shared`. (The quad
-// merge's four ranges cost ~490 instructions a thread with 16-byte loads: per-range alignment,
-// heads and tails.)
+// at loc[r], the sum of the counts before it; with kValues, `values` from the same positions into
+// value_stage at the same slots. One element a copy: the tile's element e, thread e % kThreads's
+// copy e / kThreads, is range r's element e - loc[r] for the last r with loc[r] <= e, found by
+// unrolled compares (a runtime index would put the arrays in local memory). The copies go global
+// -> shared without registers (cp.async), all in flight at once, and are waited for here (staged
+// through registers, ptxas interleaved the shared stores with the loads: more round trips to
+// memory); the caller synchronizes the block before reading `shared`. (16-byte loads of four
+// ranges cost the quad merge ~490 instructions a thread: per-range alignment, heads and tails.)
 template <int kThreads, int kPerThread, int kRanges, bool kValues, typename T, typename V>
 __device__ __forceinline__ void load_ranges_packed(const T* base, const V* values,
                                                    const int (&start)[kRanges],
