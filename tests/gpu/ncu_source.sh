@@ -5,9 +5,9 @@
 # and writes the report, its details page and its SASS source page (CSV) to $OUT (or ./gpu-logs).
 # Usage (repo root, GPU machine):
 #   bash tests/gpu/ncu_source.sh NAME SWEEP.cu KERNEL_REGEX LAUNCH_SKIP [program args...]
-#   e.g. bash tests/gpu/ncu_source.sh quad tests/gpu/quad_sweep.cu "quad_(merge|partition)_kernel" 14 27 15 1
-#   (quad_sweep with 1 repeat: launches 14 and 15 of those kernels are the 256 x 17 shape's split
-#   and merge; a 2-launch count is set by NCU_COUNT)
+#   e.g. NCU_COUNT=2 bash tests/gpu/ncu_source.sh quad tests/gpu/quad_sweep.cu \
+#          "quad_(merge|partition)_kernel" 0 27 15 1
+#   (quad_sweep: the first quad shape's first split and merge; NCU_COUNT launches, default 1)
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
 name="$1"; src="$2"; kernel="$3"; skip="$4"; shift 4
