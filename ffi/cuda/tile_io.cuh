@@ -62,10 +62,25 @@ struct RangePlan {
 };
 
 // Copies kBytes (4, 8 or 16; 16 bypasses L1) from global to shared memory without registers
-// (cp.async); wait_async_copies() waits for this thread's copies.
+// (cp.async); wait_async_copies() waits for this thread's copies. Before sm_80 (no cp.async: a
+// build for older GPUs) the copy is a load and a shared store, and the wait does nothing.
 template <int kBytes>
 __device__ __forceinline__ void copy_async(uint32_t shared_address, const void* global) {
   static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "4-, 8- or 16-byte copies");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (kBytes == 4) {
+    const unsigned int v = __ldg(static_cast<const unsigned int*>(global));
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(shared_address), "r"(v) : "memory");
+  } else if constexpr (kBytes == 8) {
+    const unsigned long long v = __ldg(static_cast<const unsigned long long*>(global));
+    asm volatile("st.shared.b64 [%0], %1;\n" ::"r"(shared_address), "l"(v) : "memory");
+  } else {
+    const uint4 v = __ldg(static_cast<const uint4*>(global));
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(shared_address), "r"(v.x),
+                 "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+  }
+#else
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address),
                  "l"(global));
@@ -73,10 +88,13 @@ __device__ __forceinline__ void copy_async(uint32_t shared_address, const void* 
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared_address),
                  "l"(global), "n"(kBytes));
   }
+#endif
 }
 
 __device__ __forceinline__ void wait_async_copies() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
 }
 
 // Element e of a shared array at `to` (its shared address; `stage` the same array) from `from`:
