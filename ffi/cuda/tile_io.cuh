@@ -134,28 +134,20 @@ __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* 
   const int tid = static_cast<int>(threadIdx.x);
   const int total_chunks = r1.chunks + r2.chunks;
   const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
-  // Chunk q: range 1's chunk q, or range 2's chunk q - r1.chunks. Each range's chunk 0 is
-  // shifted back by the chunks before it, so a chunk's address is one select of a base plus
-  // q * 16 bytes (integer arithmetic: the shifted base may point before the range).
-  const uintptr_t src_base1 = reinterpret_cast<uintptr_t>(r1.src + r1.head);
-  const uintptr_t src_base2 =
-      reinterpret_cast<uintptr_t>(r2.src + r2.head) - uintptr_t(r1.chunks) * 16u;
-  const int dst_base1 = r1.loc + r1.head;
-  const int dst_base2 = r2.loc + r2.head - r1.chunks * kPer;
-  auto chunk_src = [&](int q) {
-    return reinterpret_cast<const uint4*>((q < r1.chunks ? src_base1 : src_base2) +
-                                          uintptr_t(q) * 16u);
+  auto chunk_dst = [&](int q) {
+    return q < r1.chunks ? r1.loc + r1.head + q * kPer : r2.loc + r2.head + (q - r1.chunks) * kPer;
   };
-  auto chunk_dst = [&](int q) { return (q < r1.chunks ? dst_base1 : dst_base2) + q * kPer; };
   uint4 chunk[kAsync ? 1 : kIters];
 #pragma unroll
   for (int s = 0; s < kIters; ++s) {
     const int q = s * kThreads + tid;
+    const T* g = q < r1.chunks ? r1.src + r1.head + q * kPer
+                               : r2.src + r2.head + (q - r1.chunks) * kPer;
     if (q < total_chunks) {
       if constexpr (kAsync) {
-        copy_async<16>(to + static_cast<uint32_t>(chunk_dst(q) * sizeof(T)), chunk_src(q));
+        copy_async<16>(to + static_cast<uint32_t>(chunk_dst(q) * sizeof(T)), g);
       } else {
-        chunk[s] = __ldg(chunk_src(q));
+        chunk[s] = __ldg(reinterpret_cast<const uint4*>(g));
       }
     }
   }
