@@ -118,8 +118,8 @@ __device__ __forceinline__ void copy_element(uint32_t to, T* stage, int e, const
 //     (or a tile's values) before issuing the other loads (tile_sweep, H100: int64 keys with
 //     int32 / int64 values 10-12% faster, the rows kernel 3-9%, the block sort 0-10%).
 //   * staged: every chunk loaded into registers, then stored (the source issues every load
-//     before the first store); the keys-alone tiled merges keep it (cp.async was 1-3% slower
-//     there: int32 256 x 19 400 vs 414 us, spilling under its 32-register cap).
+//     before the first store); the keys-alone tiled merges keep it (cp.async was 1-9% slower
+//     there: int32 256 x 19 414 vs 400 us, spilling under its 32-register cap; int64 800 vs 780).
 // Needs kThreads >= 128 (warps 0-3 copy the four unaligned edges).
 template <int kThreads, int kTile, bool kAsync, typename T>
 __device__ __forceinline__ void load_two_ranges(const T* src1, int c1, const T* src2, int c2,
