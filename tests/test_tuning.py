@@ -1,7 +1,8 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host (DESIGN: CPU
 # CI tests the index arithmetic the GPU depends on): the rows kernel's shape (tuning.h
 # merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key and
-# payload width; and the quad pass's split search (merge_path.h quad_co_rank).
+# payload width; the quad pass's split search (merge_path.h quad_co_rank); and which block sort the
+# CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it saves a two-way pass).
 from __future__ import annotations
 
 import math
@@ -96,3 +97,38 @@ def test_quad_split_refuses_what_the_kernels_never_pass():
     with pytest.raises(ValueError, match="sorted"):
         _cpu.quad_split([2, 1], [], [], [], 2, 2)
     assert tuple(_cpu.quad_split(*runs, 5, 2)) == (4, 2, 1)  # the end boundary
+
+
+def _levels(tile: int, length: int) -> int:
+    """Two-way merge levels after a block sort of `tile` (tuning.h sort_passes)."""
+    levels = 0
+    while tile << levels < length:
+        levels += 1
+    return levels
+
+
+@pytest.mark.parametrize(
+    ("key_bytes", "payload_bytes", "integer", "rows", "length", "wide"),
+    [
+        (4, 0, True, 1, 2**27, True),  # 15 levels, quads: the wide tile leaves 14
+        (4, 0, True, 1, 150 * 2**20, True),  # 16 levels (8 quads): 14 (7)
+        (4, 0, True, 1, 2**27 + 5, True),
+        (4, 0, True, 3, 3 * 2**23 + 7, True),  # rows of 13 levels
+        (4, 0, False, 1, 2**27, False),  # float32: the stable network makes it cost more
+        (4, 4, True, 1, 2**27, False),  # argsort: keys with positions keep their tile
+        (8, 0, True, 1, 2**27, False),  # 8-byte keys: no wide shape
+        (4, 0, True, 1, 2**26 + 1, False),  # 14 levels: 13 (seven passes either way)
+        (4, 0, True, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
+        (4, 0, True, 2**14, 5000, False),  # rows the wide tile would hold whole
+        (2, 0, True, 1, 2**28, False),  # 2-byte keys take no quads
+    ],
+)
+def test_cuda_sort_takes_the_wide_tile_only_to_save_a_two_way_pass(
+    key_bytes, payload_bytes, integer, rows, length, wide
+):
+    tile = int(_cpu.sort_tile(key_bytes, payload_bytes))
+    threads, items = _cpu.cuda_sort_shape(key_bytes, payload_bytes, integer, rows, length)
+    assert items % 2 == 1  # odd: no bank conflicts in the block's merge rounds
+    assert (threads * items != tile) == wide
+    if wide:  # fewer passes: ceil(levels / 2) with quads (a two-way pass for an odd count)
+        assert (_levels(threads * items, length) + 1) // 2 < (_levels(tile, length) + 1) // 2

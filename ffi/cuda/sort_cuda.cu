@@ -4,7 +4,8 @@
 //      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
 //      are checked by the block sort itself (a block of sorted rows skips its sort);
 //   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
-//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs;
+//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs
+//      (tiles of tuning.h's SortPolicy, or of its wide one where sort_takes_wide_tile);
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
 //      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
 //      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
@@ -25,16 +26,14 @@
 namespace jax_mergepath {
 namespace {
 
-template <typename Traits, PayloadKind kPayload, typename Value>
-cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+// The sort after its block sort of Policy's tile; quads: tuning.h sort_uses_quads.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStream_t stream) {
   using Bits = typename Traits::Bits;
   constexpr bool kCarry = kPayload != PayloadKind::kNone;
   constexpr int kCarriedBytes = kCarry ? int(sizeof(Value)) : 0;  // the passes' value payload
   constexpr PayloadKind kCarried = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
-  using Policy = SortPolicy<int(sizeof(Bits)), kCarriedBytes>;
   const int64_t rows = call.rows, d = call.length;
-  if (rows == 0 || d == 0) return cudaSuccess;
-  const bool quads = sort_uses_quads(int(sizeof(Bits)), kCarriedBytes, rows, d);
   const int passes = sort_pass_count(quads, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
@@ -73,6 +72,24 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
     width *= quad ? 4 : 2;
   }
   return cudaSuccess;
+}
+
+template <typename Traits, PayloadKind kPayload, typename Value>
+cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+  constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
+  constexpr int kCarriedBytes = kPayload != PayloadKind::kNone ? int(sizeof(Value)) : 0;
+  // Integer keys: HeldKey's kTiesIdentical (HeldKey itself is device code for float keys).
+  constexpr bool kTiesIdentical = Traits::kind != KeyKind::kFloat;
+  using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
+  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
+  if (call.rows == 0 || call.length == 0) return cudaSuccess;
+  const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
+  if constexpr (kTiesIdentical && Wide::kTile > Policy::kTile) {  // (one more instantiation)
+    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, kTiesIdentical, call.rows, call.length)) {
+      return sort_with<Traits, kPayload, Value, Wide>(call, quads, splits, stream);
+    }
+  }
+  return sort_with<Traits, kPayload, Value, Policy>(call, quads, splits, stream);
 }
 
 }  // namespace

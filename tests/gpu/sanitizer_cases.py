@@ -2,8 +2,8 @@
 
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
-rows, every sort payload, quad passes, searchsorted (binary and merge path); sizes around the
-tiles; results are checked against numpy so a silent error also fails.
+rows, every sort payload, quad passes, the wide block sort, searchsorted (binary and merge path);
+sizes around the tiles; results are checked against numpy so a silent error also fails.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ def sort_cases(rng: np.random.Generator) -> None:
     # bytes), an odd count of two-way levels (a two-way pass first).
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
     check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    # The wide block sort (tuning.h sort_takes_wide_tile): int32 keys alone in rows of 13 levels.
+    wide = rng.integers(-(2**31), 2**31, (3, 3 * 2**23 + 7)).astype(np.int32)
+    check(jmp.sort(wide), np.sort(wide, axis=-1), "wide block sort")
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
     for side in ("left", "right"):

@@ -9,7 +9,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/sort_sweep.cu -o /tmp/sort_sweep
 //   /tmp/sort_sweep [log2_total=26] [repeats=10] [only: "d,threads,items", e.g. 512,256,15 (d -1:
-//   a long row), for ncu]
+//   a long row), for ncu; "all" for every shape] [long: only the long-row shapes of twice the tile]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -156,6 +156,17 @@ int main(int argc, char** argv) {
   using F32 = jmp::F32Key;
   constexpr auto kNone = jmp::PayloadKind::kNone;
   constexpr auto kIndex = jmp::PayloadKind::kIndex;
+  if (argc > 4 && std::strcmp(argv[4], "long") == 0) {
+    // Doubled tiles for the long rows of a sort whose merge levels are odd (one two-way pass
+    // before its quad passes, which a tile of twice the keys saves).
+    sweep<S32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
+          Shape<256, 39>, Shape<512, 17>>(b, -1, repeats);
+    sweep<F32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
+          Shape<512, 17>>(b, -1, repeats);
+    sweep<F32, kIndex, Shape<256, 11>, Shape<256, 21>, Shape<256, 23>, Shape<512, 11>>(b, -1,
+                                                                                      repeats);
+    return 0;
+  }
   for (int64_t d : {int64_t{64}, int64_t{512}, int64_t{2048}, int64_t{4096}, int64_t{-1}}) {
     sweep<S32, kNone, Shape<256, 15>, Shape<128, 15>, Shape<256, 7>, Shape<256, 11>,
           Shape<256, 17>, Shape<256, 19>, Shape<256, 23>, Shape<512, 9>, Shape<512, 11>,

@@ -189,12 +189,25 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
   return int64_t{shape.threads} * shape.items;
 }
 
-template <int kKeyBytes, int kPayloadBytes>
+// The wide block sort: a tile of more than twice the keys, for the long rows of large sorts where
+// it leaves fewer passes (sort_takes_wide_tile). Integer keys of 4 bytes alone:
+// 256 x 39, measured with tests/gpu/sort_sweep.cu ("long") on an H100, 2^27 int32 keys as the
+// tiles of one row (benchmarks/h100_sort_sweep_wide.txt): 1317 us against 1269 us for the 4352-key
+// tile (256 x 35 / 37: 1341 us, 512 x 17: 1564 us), where the two-way pass it saves takes ~400
+// us. float32 keys (the stable network) and keys with payloads: +240 to +420 us at 2^27 for the
+// doubled tile, so they keep sort_shape's.
+constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
+  return key_bytes == 4 && payload_bytes == 0 ? SortShape{256, 39}
+                                              : sort_shape(key_bytes, payload_bytes);
+}
+
+template <int kKeyBytes, int kPayloadBytes, bool kWide = false>
 struct SortPolicy {
-  static constexpr SortShape kShape = sort_shape(kKeyBytes, kPayloadBytes);
+  static constexpr SortShape kShape = kWide ? wide_sort_shape(kKeyBytes, kPayloadBytes)
+                                            : sort_shape(kKeyBytes, kPayloadBytes);
   static constexpr int kThreads = kShape.threads;
   static constexpr int kItems = kShape.items;
-  static constexpr int64_t kTile = sort_tile(kKeyBytes, kPayloadBytes);
+  static constexpr int64_t kTile = int64_t{kThreads} * kItems;
 };
 
 // Two-way merge levels after the block sort of rows of `length`: runs of width tile, 2 tile, ...
@@ -271,6 +284,31 @@ constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
   return passes;
 }
 
+// Whether a sort of rows x length keys takes the wide block sort (wide_sort_shape; the CUDA sort:
+// the CPU sort has no quad passes and keeps sort_tile): where it has a wider tile for these keys
+// (ties_identical: integer keys, HeldKey::kTiesIdentical), the sort takes quads (a grid of
+// thousands of tiles, where the sweep measured), rows are longer than the wide tile (rows it
+// would hold whole fill it by halves), and the wide tile leaves fewer passes: an odd count of
+// merge levels after sort_tile (a two-way pass, then quads) that it makes even, or any count it
+// cuts by two.
+constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, bool ties_identical,
+                                    int64_t rows, int64_t length) {
+  const int64_t tile = sort_tile(key_bytes, payload_bytes);
+  const SortShape wide_shape = wide_sort_shape(key_bytes, payload_bytes);
+  const int64_t wide = int64_t{wide_shape.threads} * wide_shape.items;
+  const bool quads = sort_uses_quads(key_bytes, payload_bytes, rows, length);
+  return ties_identical && wide > tile && quads && length > wide &&
+         sort_pass_count(true, wide, length) < sort_pass_count(true, tile, length);
+}
+
+// The block sort the CUDA sort takes.
+constexpr SortShape cuda_sort_shape(int key_bytes, int payload_bytes, bool ties_identical,
+                                    int64_t rows, int64_t length) {
+  return sort_takes_wide_tile(key_bytes, payload_bytes, ties_identical, rows, length)
+             ? wide_sort_shape(key_bytes, payload_bytes)
+             : sort_shape(key_bytes, payload_bytes);
+}
+
 // int32 elements of a quad pass's workspace: the splits of its pairs (A, B), (C, D) every quad
 // tile (the two-way partition of run width `width`), then three a boundary of its quad tiles
 // (quad_co_rank: x, a, c).
@@ -280,11 +318,10 @@ constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& 
   return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
 }
 
-// int32 elements of the CUDA sort's workspace for partitions: the largest pass's (a pass
-// carries the payload as a value: kIndex positions are 4-byte values).
-constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
-                                          int64_t rows, int64_t length) {
-  const int64_t tile = sort_tile(key_bytes, payload_bytes(payload, value_bytes));
+// int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
+// largest pass's (a pass carries the payload as a value: kIndex positions are 4-byte values).
+constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, PayloadKind payload,
+                                               int value_bytes, int64_t rows, int64_t length) {
   const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
   const int carried_bytes = payload_bytes(payload, value_bytes);
   const bool quads = sort_uses_quads(key_bytes, carried_bytes, rows, length);
@@ -299,6 +336,21 @@ constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, in
     width *= quad ? 4 : 2;
   }
   return most;
+}
+
+// ... after whichever block sort the sort takes: a sort that may take the wide one (integer keys
+// alone; the key kind is not known here) gets room for either.
+constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
+                                          int64_t rows, int64_t length) {
+  const int carried_bytes = payload_bytes(payload, value_bytes);
+  const int64_t tile = sort_tile(key_bytes, carried_bytes);
+  const int64_t need =
+      sort_partition_elements_from(tile, key_bytes, payload, value_bytes, rows, length);
+  if (!sort_takes_wide_tile(key_bytes, carried_bytes, true, rows, length)) return need;
+  const SortShape wide = wide_sort_shape(key_bytes, carried_bytes);
+  const int64_t wide_need = sort_partition_elements_from(
+      int64_t{wide.threads} * wide.items, key_bytes, payload, value_bytes, rows, length);
+  return need > wide_need ? need : wide_need;
 }
 
 }  // namespace jax_mergepath
