@@ -82,13 +82,14 @@ def test_gpu_tile_sweep(rng, dtype, descending):
 
 # Sorts of 4- or 8-byte keys, alone or with argsort's positions, that move at least tuning.h's
 # quad_min_bytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
-# the block sort, or an odd one (a two-way pass first; or, integer keys of 4 bytes alone, the wide
-# block sort's tile that leaves an even count), quads of one to three runs (a row's last), sorted
+# the block sort, or an odd one (a two-way pass first; or, 4-byte keys alone, the wide block
+# sort's tile that leaves an even count), quads of one to three runs (a row's last), sorted
 # rows that skip every pass, both directions; keys alone (4 and 8 bytes) and argsort (keys with
 # int32 positions: 4 + 4 and 8 + 4 bytes).
 _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
     ("sort", np.uint32, (3, 3 * 2**23 + 7), False, "random"),  # rows of 13 levels: wide, 12
+    ("sort", np.float32, (2**27 + 3,), True, "special"),  # the float keys' wide block sort
     ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: quads only
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
     ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels

@@ -114,7 +114,8 @@ def _levels(tile: int, length: int) -> int:
         (4, 0, True, 1, 150 * 2**20, True),  # 16 levels (8 quads): 14 (7)
         (4, 0, True, 1, 2**27 + 5, True),
         (4, 0, True, 3, 3 * 2**23 + 7, True),  # rows of 13 levels
-        (4, 0, False, 1, 2**27, False),  # float32: the stable network makes it cost more
+        (4, 0, False, 1, 2**27, True),  # float32: 512 x 17
+        (4, 0, False, 1, 143 * 2**20, False),  # 16 levels: 15 (eight passes either way)
         (4, 4, True, 1, 2**27, False),  # argsort: keys with positions keep their tile
         (8, 0, True, 1, 2**27, False),  # 8-byte keys: no wide shape
         (4, 0, True, 1, 2**26 + 1, False),  # 14 levels: 13 (seven passes either way)

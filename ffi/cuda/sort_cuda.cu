@@ -78,14 +78,13 @@ template <typename Traits, PayloadKind kPayload, typename Value>
 cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
   constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
   constexpr int kCarriedBytes = kPayload != PayloadKind::kNone ? int(sizeof(Value)) : 0;
-  // Integer keys: HeldKey's kTiesIdentical (HeldKey itself is device code for float keys).
-  constexpr bool kTiesIdentical = Traits::kind != KeyKind::kFloat;
+  constexpr bool kIntegerKeys = Traits::kind != KeyKind::kFloat;
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
-  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
+  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true, kIntegerKeys>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
-  if constexpr (kTiesIdentical && Wide::kTile > Policy::kTile) {  // (one more instantiation)
-    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, kTiesIdentical, call.rows, call.length)) {
+  if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)
+    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, kIntegerKeys, call.rows, call.length)) {
       return sort_with<Traits, kPayload, Value, Wide>(call, quads, splits, stream);
     }
   }

@@ -81,9 +81,12 @@ def sort_cases(rng: np.random.Generator) -> None:
     # bytes), an odd count of two-way levels (a two-way pass first).
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
     check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
-    # The wide block sort (tuning.h sort_takes_wide_tile): int32 keys alone in rows of 13 levels.
+    # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
+    # in rows of 13 levels.
     wide = rng.integers(-(2**31), 2**31, (3, 3 * 2**23 + 7)).astype(np.int32)
     check(jmp.sort(wide), np.sort(wide, axis=-1), "wide block sort")
+    wide_f = (wide >> 8).astype(np.float32)
+    check(jmp.sort(wide_f, descending=True), -np.sort(-wide_f, axis=-1), "wide float block sort")
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
     for side in ("left", "right"):
