@@ -2,7 +2,7 @@
 # CI tests the index arithmetic the GPU depends on): the rows kernel's shape (tuning.h
 # merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key and
 # payload width; the quad pass's split search (merge_path.h quad_co_rank); and which block sort the
-# CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it saves a two-way pass).
+# CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it leaves fewer passes).
 from __future__ import annotations
 
 import math
@@ -124,7 +124,7 @@ def _levels(tile: int, length: int) -> int:
         (2, 0, True, 1, 2**28, False),  # 2-byte keys take no quads
     ],
 )
-def test_cuda_sort_takes_the_wide_tile_only_to_save_a_two_way_pass(
+def test_cuda_sort_takes_the_wide_tile_only_where_it_saves_a_pass(
     key_bytes, payload_bytes, integer, rows, length, wide
 ):
     tile = int(_cpu.sort_tile(key_bytes, payload_bytes))

@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
   constexpr auto kNone = jmp::PayloadKind::kNone;
   constexpr auto kIndex = jmp::PayloadKind::kIndex;
   if (argc > 4 && std::strcmp(argv[4], "long") == 0) {
-    // Doubled tiles for the long rows of a sort whose merge levels are odd (one two-way pass
-    // before its quad passes, which a tile of twice the keys saves).
+    // Tiles of twice the keys or more for the long rows of large sorts (tuning.h
+    // wide_sort_shape: a pass fewer, e.g. the two-way pass before the quads of odd levels).
     sweep<S32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
           Shape<256, 39>, Shape<512, 17>>(b, -1, repeats);
     sweep<F32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
