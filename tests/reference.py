@@ -124,10 +124,22 @@ def random_keys(
 
     pattern: "random" (wide range with duplicates and ~5% edge values), "few" (3 distinct keys,
     +-0.0 mixed for floats), "equal" (all keys equal; floats mix +0.0 and -0.0, so stability is
-    visible in the bits), "special" (edge values only).
+    visible in the bits), "special" (edge values only); for floats also "plain" ("random" with
+    no NaN and no -0.0: +0.0, +-inf, subnormals and duplicates stay) and "sparse" ("plain" with
+    a NaN or a -0.0 about every 10^4 keys), where integers take "random".
     """
     dtype = np.dtype(dtype)
     shape = tuple(shape)
+    if pattern in ("plain", "sparse"):
+        out = random_keys(rng, dtype, shape, "random")
+        if not is_float(dtype):
+            return out
+        out = np.where(np.isnan(out), np.inf, out)
+        out = np.where(out == 0, 0.0, out).astype(dtype)  # -0.0 -> +0.0
+        if pattern == "sparse":
+            odd = rng.random(shape) < 1e-4
+            out = np.where(odd, rng.choice(np.array([np.nan, -0.0]), size=shape), out)
+        return out.astype(dtype)
     specials = special_values(dtype)
     if pattern == "special":
         return rng.choice(specials, size=shape)

@@ -75,14 +75,14 @@ def sort_input(
     axis: int = -1,
     descending: bool = False,
 ) -> np.ndarray:
-    """Keys of dtype and shape in one of PATTERNS (along axis):
-    random/few/equal/special: reference.random_keys;
+    """Keys of dtype and shape in one of PATTERNS, or "plain" / "sparse" (along axis):
+    random/few/equal/special/plain/sparse: reference.random_keys;
     sorted: random keys already sorted in the requested direction;
     reverse: sorted in the opposite direction;
     organ: first half ascending, second half descending (organ pipe);
     swaps: sorted in the requested direction, then ~1% of positions (at least 1 pair) swapped.
     """
-    if pattern in ("random", "few", "equal", "special"):
+    if pattern in ("random", "few", "equal", "special", "plain", "sparse"):
         return random_keys(rng, dtype, shape, pattern)
     x = random_keys(rng, dtype, shape, "random")
     if pattern == "sorted":

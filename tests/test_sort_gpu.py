@@ -89,10 +89,10 @@ def test_gpu_tile_sweep(rng, dtype, descending):
 _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
     ("sort", np.uint32, (3, 3 * 2**23 + 7), False, "random"),  # rows of 13 levels: wide, 12
-    ("sort", np.float32, (2**27 + 3,), True, "special"),  # the float keys' wide block sort
+    ("sort", np.float32, (2**27 + 3,), True, "sparse"),  # wide; plain and NaN-last tiles
     ("sort", np.int32, (81_788_929,), False, "random"),  # wide: more workspace than the 4352 tile's
     ("sort", np.uint32, (78_000_000,), True, "few"),  # wide, 13 levels: a two-way pass, 6 quads
-    ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: quads only
+    ("sort", np.float32, (143 * 2**20,), False, "plain"),  # 16 levels: wide, 14 (7 quads)
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
     ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels
     ("argsort", np.float32, (2**26 + 7,), False, "special"),
@@ -115,6 +115,30 @@ def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
         x[1] = np.sort(x[1])
     check = check_argsort_only if op == "argsort" else check_sort_only
     check(x, descending=descending)
+
+
+# Float tiles without NaN and -0.0 sort by plain compares and, keys alone, a min / max network
+# (block_sort.cuh, ordering.h PlainHeldKey); a tile with one takes the NaN-last order. "plain":
+# every tile the first way; "sparse" (a NaN or -0.0 about every 10^4 keys): both in one sort.
+@pytest.mark.parametrize("pattern", ["plain", "sparse"])
+@pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=dtype_id)
+def test_gpu_plain_float_tiles(rng, dtype, descending, pattern):
+    for payload in (0, 4):
+        t = sort_tile(dtype, payload)
+        for n in (t - 1, t + 1, 5 * t + 3, 2**17 + 1):
+            x = sort_input(rng, dtype, (n,), pattern, descending=descending)
+            check_sort(x, descending=descending, what=f"gpu {pattern}")
+    rows = sort_input(rng, dtype, (300, 513), pattern, descending=descending)
+    check_sort(rows, descending=descending, what=f"gpu rows {pattern}")
+    keys = sort_input(rng, dtype, (3 * sort_tile(dtype, 4) + 5,), pattern)
+    check_sort_by_key(keys, np.arange(keys.size, dtype=np.int32), descending=descending)
+
+    def both(x):
+        return (jmp.sort(x, descending=descending), jmp.argsort(x, descending=descending))
+
+    x = sort_input(rng, dtype, (2**20 + 7,), pattern)
+    _assert_same_on_cpu_and_gpu(both, x, what=f"{pattern} 2**20+7")
 
 
 @pytest.mark.parametrize("value_dtype", [np.int8, np.float16, np.int32, np.float64], ids=dtype_id)

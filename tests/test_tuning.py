@@ -108,27 +108,25 @@ def _levels(tile: int, length: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("key_bytes", "payload_bytes", "integer", "rows", "length", "wide"),
+    ("key_bytes", "payload_bytes", "rows", "length", "wide"),
     [
-        (4, 0, True, 1, 2**27, True),  # 15 levels, quads: the wide tile leaves 14
-        (4, 0, True, 1, 150 * 2**20, True),  # 16 levels (8 quads): 14 (7)
-        (4, 0, True, 1, 2**27 + 5, True),
-        (4, 0, True, 3, 3 * 2**23 + 7, True),  # rows of 13 levels
-        (4, 0, False, 1, 2**27, True),  # float32: 512 x 17
-        (4, 0, False, 1, 143 * 2**20, False),  # 16 levels: 15 (eight passes either way)
-        (4, 4, True, 1, 2**27, False),  # argsort: keys with positions keep their tile
-        (8, 0, True, 1, 2**27, False),  # 8-byte keys: no wide shape
-        (4, 0, True, 1, 2**26 + 1, False),  # 14 levels: 13 (seven passes either way)
-        (4, 0, True, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
-        (4, 0, True, 2**14, 5000, False),  # rows the wide tile would hold whole
-        (2, 0, True, 1, 2**28, False),  # 2-byte keys take no quads
+        (4, 0, 1, 2**27, True),  # 15 levels, quads: the wide tile leaves 14
+        (4, 0, 1, 150 * 2**20, True),  # 16 levels (8 quads): 14 (7)
+        (4, 0, 1, 2**27 + 5, True),
+        (4, 0, 3, 3 * 2**23 + 7, True),  # rows of 13 levels
+        (4, 0, 1, 2**26 + 1, False),  # 14 levels: 13 (seven passes either way)
+        (4, 4, 1, 2**27, False),  # argsort: keys with positions keep their tile
+        (8, 0, 1, 2**27, False),  # 8-byte keys: no wide shape
+        (4, 0, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
+        (4, 0, 2**14, 5000, False),  # rows the wide tile would hold whole
+        (2, 0, 1, 2**28, False),  # 2-byte keys take no quads
     ],
 )
 def test_cuda_sort_takes_the_wide_tile_only_where_it_saves_a_pass(
-    key_bytes, payload_bytes, integer, rows, length, wide
+    key_bytes, payload_bytes, rows, length, wide
 ):
     tile = int(_cpu.sort_tile(key_bytes, payload_bytes))
-    threads, items = _cpu.cuda_sort_shape(key_bytes, payload_bytes, integer, rows, length)
+    threads, items = _cpu.cuda_sort_shape(key_bytes, payload_bytes, rows, length)
     assert items % 2 == 1  # odd: no bank conflicts in the block's merge rounds
     assert (threads * items != tile) == wide
     if wide:  # fewer passes: ceil(levels / 2) with quads (a two-way pass for an odd count)

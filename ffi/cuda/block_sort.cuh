@@ -7,9 +7,12 @@
 //      (tile_io.cuh: 16-byte loads); each thread takes its kItems consecutive slots of its
 //      segment into registers as held keys (ordering.h HeldKey: one register a key, compared
 //      directly, released to the exact bits at the end) and sorts them with a thread network:
-//      min / max (sort_network_keys) for integer keys alone, else the stable one;
+//      min / max (sort_network_keys) for keys alone whose ties are identical bits (integers, and
+//      floats of a tile without NaN and -0.0, checked by a vote: PlainHeldKey), else the stable
+//      one;
 //   2. merge rounds: runs of kItems, 2 kItems, ... of a segment are merged pairwise in shared
-//      memory, every thread producing kItems outputs of its run pair with merge_full_by;
+//      memory, every thread producing kItems outputs of its run pair with merge_full_by (plain
+//      float compares in a tile without NaN and -0.0);
 //   3. the outputs are released to bits, staged in shared memory at the destination's
 //      alignment and stored with 16-byte stores (store_block_staged).
 // Already sorted input is not sorted again: a long row flagged by the is_sorted pass (row_flags)
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "block_merge.cuh"
 #include "grid_launch.cuh"
@@ -73,11 +77,24 @@ __device__ __forceinline__ BlockSortPlan block_sort_plan(const SortCall& call, i
 // (it stays last), anything for the stable one (which never moves it).
 template <typename Key, bool kKeysNetwork>
 __device__ __forceinline__ Key padding_key() {
-  if constexpr (kKeysNetwork) {
-    return static_cast<Key>(~Key(0));
-  } else {
+  if constexpr (!kKeysNetwork) {
     return Key(0);
+  } else if constexpr (std::is_floating_point_v<Key>) {
+    return static_cast<Key>(INFINITY);
+  } else {
+    return static_cast<Key>(~Key(0));
   }
+}
+
+// Whether every key of a thread's slots (valid: how many are keys) would keep its ties identical
+// among plain floats (HeldKey::plain).
+template <typename Traits, int kItems, typename Key>
+__device__ __forceinline__ bool plain_keys(const HeldKey<Traits>& held, const Key (&key)[kItems],
+                                           int valid) {
+  bool plain = true;
+#pragma unroll
+  for (int c = 0; c < kItems; ++c) plain &= c >= valid || HeldKey<Traits>::plain(held.release(key[c]));
+  return plain;
 }
 
 // Shared memory of a block sort: `stage` holds the tile's raw keys as loaded, then the held
@@ -111,9 +128,11 @@ __global__ void __launch_bounds__(Policy::kThreads)
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   constexpr int kTile = kThreads * kItems;
   constexpr bool kCarry = kPayload != PayloadKind::kNone;
-  // Integer keys alone: equal keys are equal bits, so the min / max network (not stable) is
-  // exact; padding takes the largest key and stays last.
-  constexpr bool kKeysNetwork = !kCarry && HeldKey<Traits>::kTiesIdentical;
+  // Float keys (float32 / float64): a tile without NaN and -0.0 (nearly every tile of real data)
+  // compares as plain floats (PlainHeldKey), every other tile by the NaN-last order.
+  constexpr bool kPlainFloats = KeyCompare<Traits>::kFpu;
+  // Integer keys alone take the keys network in every tile, padded with the largest key as loaded.
+  constexpr bool kIntegerNetwork = !kCarry && HeldKey<Traits>::kTiesIdentical;
   __shared__ BlockSortShared<Traits, kPayload, Value, kThreads, kItems> shared;
   Bits* raw_stage = reinterpret_cast<Bits*>(shared.stage);
   Key* held_stage = reinterpret_cast<Key*>(shared.stage);
@@ -141,7 +160,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
     const bool in_row = local + c < seg_valid;
-    key[c] = in_row ? held.hold(raw_stage[loc + src0 + c]) : padding_key<Key, kKeysNetwork>();
+    key[c] = in_row ? held.hold(raw_stage[loc + src0 + c]) : padding_key<Key, kIntegerNetwork>();
     if constexpr (kPayload == PayloadKind::kIndex) {
       pay[c] = static_cast<Value>(plan.first_position + local + c);
     } else if constexpr (kPayload == PayloadKind::kValue) {
@@ -162,11 +181,21 @@ __global__ void __launch_bounds__(Policy::kThreads)
     }
     in_order = __syncthreads_and(mine) != 0;
   }
-  if (!in_order) {
+  // The thread network, then the merge rounds, in the order of `cmp` (HeldKey's or PlainHeldKey's).
+  // Keys alone whose ties are identical bits (integers, plain floats) take the min / max network
+  // (not stable, exact for them), padded with the largest key, which stays last.
+  auto sort_tile = [&](const auto& cmp) {
+    constexpr bool kKeysNetwork = !kCarry && std::decay_t<decltype(cmp)>::kTiesIdentical;
     if constexpr (kKeysNetwork) {
+      if constexpr (!kIntegerNetwork) {  // plain floats: the padding becomes the largest key
+#pragma unroll
+        for (int c = 0; c < kItems; ++c) {
+          key[c] = local + c < seg_valid ? key[c] : padding_key<Key, true>();
+        }
+      }
       sort_network_keys<kItems>(key);
     } else {
-      sort_network<kItems>(key, pay, seg_valid - local, held);
+      sort_network<kItems>(key, pay, seg_valid - local, cmp);
     }
     const int seg_base = seg * plan.span, t = local / kItems;
     for (int round = 0; (kItems << round) < plan.valid; ++round) {
@@ -184,7 +213,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
         const int m = static_cast<int>(rm.pair.m), n = static_cast<int>(rm.pair.n);
         int pos_reg[kItems];
         merge_full_by<kItems>(held_stage, a_loc, m, a_loc + m, n, static_cast<int>(rm.diag), 0,
-                              held, [&](int c, Key k, int pos) {
+                              cmp, [&](int c, Key k, int pos) {
                                 key[c] = k;
                                 pos_reg[c] = pos;
                               });
@@ -193,6 +222,17 @@ __global__ void __launch_bounds__(Policy::kThreads)
           for (int c = 0; c < kItems; ++c) pay[c] = shared.vals[pos_reg[c]];
         }
       }
+    }
+  };
+  if (!in_order) {
+    if constexpr (kPlainFloats) {
+      if (__syncthreads_and(plain_keys<Traits>(held, key, seg_valid - local)) != 0) {
+        sort_tile(PlainHeldKey<Traits>(held));
+      } else {
+        sort_tile(held);
+      }
+    } else {
+      sort_tile(held);
     }
   }
   // Every read of shared memory is done: stage the outputs compactly, at the destination's

@@ -78,13 +78,12 @@ template <typename Traits, PayloadKind kPayload, typename Value>
 cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
   constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
   constexpr int kCarriedBytes = kPayload != PayloadKind::kNone ? int(sizeof(Value)) : 0;
-  constexpr bool kIntegerKeys = Traits::kind != KeyKind::kFloat;
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
-  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true, kIntegerKeys>;
+  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)
-    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, kIntegerKeys, call.rows, call.length)) {
+    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, call.rows, call.length)) {
       return sort_with<Traits, kPayload, Value, Wide>(call, quads, splits, stream);
     }
   }

@@ -162,13 +162,12 @@ NB_MODULE(_cpu, m) {
       "the four sorted runs a, b, c, e: test hook of merge_path.h quad_co_rank");
   m.def(
       "cuda_sort_shape",
-      [](int key_bytes, int payload_bytes, bool integer_keys, int64_t rows, int64_t length) {
-        const jax_mergepath::SortShape shape = jax_mergepath::cuda_sort_shape(
-            key_bytes, payload_bytes, integer_keys, rows, length);
+      [](int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+        const jax_mergepath::SortShape shape =
+            jax_mergepath::cuda_sort_shape(key_bytes, payload_bytes, rows, length);
         return nb::make_tuple(shape.threads, shape.items);
       },
-      "(threads, items) of the CUDA sort's block sort for rows x length keys (integer_keys: "
-      "not floats)");
+      "(threads, items) of the CUDA sort's block sort for rows x length keys");
   m.def(
       "sort_partition_elements",
       [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t length) {

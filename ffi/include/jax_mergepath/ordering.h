@@ -197,7 +197,23 @@ struct HeldKey<Traits, true> : KeyCompare<Traits> {
     }
   }
   JMP_HD Key key(Key k) const { return k; }
+  // Whether a key keeps its ties identical among plain floats (PlainHeldKey): not NaN, not -0.0.
+  JMP_HD static bool plain(Bits raw) {
+    return static_cast<Bits>(raw & ~Traits::kSign) <= Traits::kInfBits && raw != Traits::kSign;
+  }
 };
 #endif
+
+// Held float32 / float64 keys of a set known to hold no NaN and no -0.0 (the block sort checks
+// every tile, HeldKey::plain; GPU code only, as HeldKey of floats): keys that compare equal are
+// then equal bits (one zero), so the plain FPU `<` is the order (one instruction, no NaN
+// placement) and a min / max network is exact (kTiesIdentical). Holds and releases as HeldKey.
+template <typename Traits>
+struct PlainHeldKey : HeldKey<Traits> {
+  using Key = typename HeldKey<Traits>::Key;
+  static constexpr bool kTiesIdentical = true;
+  JMP_HD explicit PlainHeldKey(const HeldKey<Traits>& held) : HeldKey<Traits>(held) {}
+  JMP_HD bool before(Key x, Key y) const { return x < y; }
+};
 
 }  // namespace jax_mergepath

@@ -191,22 +191,20 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
 // leaves fewer passes (sort_takes_wide_tile), measured with tests/gpu/sort_sweep.cu ("long") on
-// an H100, 2^27 keys as the tiles of one row (benchmarks/h100_sort_sweep_wide.txt), where a
-// two-way pass it saves takes ~400 us: integer keys of 4 bytes alone 256 x 39, 1317 us against
-// 1269 us for the 4352-key tile (256 x 35 / 37: 1341 us, 512 x 17: 1564 us); float32 keys alone
-// (the stable network) 512 x 17, 1927 us against 1685 (256 x 33 / 35 / 37: 2013-2048 us). Keys
-// with payloads: +420 us at 2^27 for argsort's float32 + int32 at 256 x 23, so they keep
-// sort_shape's.
-constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes, bool integer_keys) {
+// an H100, 2^27 keys as the tiles of one row (benchmarks/h100_sort_sweep_plain_floats.txt), where
+// a two-way pass it saves takes ~400 us: 4-byte keys alone 256 x 39, int32 1309 us against 1262
+// us for the 4352-key tile (256 x 35 / 37: 1329-1346 us, 512 x 17: 1556-1563 us), float32 1421 us
+// against 1305-1309 (512 x 17: 1615-1620 us; tiles with a NaN or a -0.0, which take the NaN-last
+// order, 2136 against 1743 us). Keys with payloads keep sort_shape's.
+constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes != 4 || payload_bytes != 0) return sort_shape(key_bytes, payload_bytes);
-  return integer_keys ? SortShape{256, 39} : SortShape{512, 17};
+  return SortShape{256, 39};
 }
 
-template <int kKeyBytes, int kPayloadBytes, bool kWide = false, bool kIntegerKeys = true>
+template <int kKeyBytes, int kPayloadBytes, bool kWide = false>
 struct SortPolicy {
-  static constexpr SortShape kShape = kWide
-                                          ? wide_sort_shape(kKeyBytes, kPayloadBytes, kIntegerKeys)
-                                          : sort_shape(kKeyBytes, kPayloadBytes);
+  static constexpr SortShape kShape =
+      kWide ? wide_sort_shape(kKeyBytes, kPayloadBytes) : sort_shape(kKeyBytes, kPayloadBytes);
   static constexpr int kThreads = kShape.threads;
   static constexpr int kItems = kShape.items;
   static constexpr int64_t kTile = int64_t{kThreads} * kItems;
@@ -287,15 +285,15 @@ constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
 }
 
 // Whether a sort of rows x length keys takes the wide block sort (wide_sort_shape; the CUDA sort:
-// the CPU sort has no quad passes and keeps sort_tile): where it has a wider tile for these keys
-// (integer_keys: not floats), the sort takes quads (a grid of thousands of tiles, where the sweep
-// measured), rows are longer than the wide tile (rows it would hold whole fill it by halves), and
-// the wide tile leaves fewer passes: an odd count of merge levels after sort_tile (a two-way
-// pass, then quads) that it makes even, or any count it cuts by two.
-constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, bool integer_keys,
-                                    int64_t rows, int64_t length) {
+// the CPU sort has no quad passes and keeps sort_tile): where it has a wider tile for these keys,
+// the sort takes quads (a grid of thousands of tiles, where the sweep measured), rows are longer
+// than the wide tile (rows it would hold whole fill it by halves), and the wide tile leaves fewer
+// passes: an odd count of merge levels after sort_tile (a two-way pass, then quads) that it
+// makes even, or any count it cuts by two.
+constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t rows,
+                                    int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes);
-  const SortShape wide_shape = wide_sort_shape(key_bytes, payload_bytes, integer_keys);
+  const SortShape wide_shape = wide_sort_shape(key_bytes, payload_bytes);
   const int64_t wide = int64_t{wide_shape.threads} * wide_shape.items;
   const bool quads = sort_uses_quads(key_bytes, payload_bytes, rows, length);
   return wide > tile && quads && length > wide &&
@@ -303,10 +301,10 @@ constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, bool integ
 }
 
 // The block sort the CUDA sort takes.
-constexpr SortShape cuda_sort_shape(int key_bytes, int payload_bytes, bool integer_keys,
-                                    int64_t rows, int64_t length) {
-  return sort_takes_wide_tile(key_bytes, payload_bytes, integer_keys, rows, length)
-             ? wide_sort_shape(key_bytes, payload_bytes, integer_keys)
+constexpr SortShape cuda_sort_shape(int key_bytes, int payload_bytes, int64_t rows,
+                                    int64_t length) {
+  return sort_takes_wide_tile(key_bytes, payload_bytes, rows, length)
+             ? wide_sort_shape(key_bytes, payload_bytes)
              : sort_shape(key_bytes, payload_bytes);
 }
 
@@ -339,20 +337,13 @@ constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, Payl
   return most;
 }
 
-// ... after whichever block sort the sort takes (the key kind is not known here: room for the
-// largest need of the tiles it may take).
+// ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none).
 constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                           int64_t rows, int64_t length) {
-  const int carried_bytes = payload_bytes(payload, value_bytes);
-  int64_t most = 1;
-  for (int kind = 0; kind < 2; ++kind) {  // integer keys, then floats
-    const SortShape shape = cuda_sort_shape(key_bytes, carried_bytes, kind == 0, rows, length);
-    const int64_t need = sort_partition_elements_from(int64_t{shape.threads} * shape.items,
-                                                      key_bytes, payload, value_bytes, rows,
-                                                      length);
-    most = need > most ? need : most;
-  }
-  return most;
+  const SortShape shape =
+      cuda_sort_shape(key_bytes, payload_bytes(payload, value_bytes), rows, length);
+  return sort_partition_elements_from(int64_t{shape.threads} * shape.items, key_bytes, payload,
+                                      value_bytes, rows, length);
 }
 
 }  // namespace jax_mergepath
