@@ -82,10 +82,12 @@ def sort_cases(rng: np.random.Generator) -> None:
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
     check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
     # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
-    # in rows of 13 levels.
+    # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
+    # network) and, in row 1, tiles with a -0.0 (the NaN-last order).
     wide = rng.integers(-(2**31), 2**31, (3, 3 * 2**23 + 7)).astype(np.int32)
     check(jmp.sort(wide), np.sort(wide, axis=-1), "wide block sort")
     wide_f = (wide >> 8).astype(np.float32)
+    wide_f[1, ::40000] = -0.0
     check(jmp.sort(wide_f, descending=True), -np.sort(-wide_f, axis=-1), "wide float block sort")
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
