@@ -7,7 +7,8 @@
 //      those samples: (x, a, c), the outputs of X among the first d and the splits of X and Y
 //      there, three int32 a boundary after the samples in the workspace;
 //   3. quad_merge_kernel: one block per quad tile copies its four exact ranges into shared
-//      memory (one round trip: tile_io.cuh load_ranges_packed), merges A with B and C with D
+//      memory (one round trip: tile_io.cuh load_ranges_chunked for 4-byte keys alone, else
+//      load_ranges_packed), merges A with B and C with D
 //      (first level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
 //      (merge_full both times) into registers, and stores through shared memory like the tiled
 //      merge (block_merge.cuh).
@@ -99,7 +100,9 @@ struct QuadShared {
   static constexpr PayloadKind kPayloadKind = kPayload;
   static constexpr bool kValues = kPayload == PayloadKind::kValue;
   static constexpr int kTile = kThreads * kItems;
-  static constexpr int kKeySlots = kTile + 2 * kItems + 2;
+  // (4-byte keys alone are loaded in 16-byte chunks, each range at its source's alignment:
+  // under one 16-byte region of slack a range.)
+  static constexpr int kKeySlots = kTile + 2 * kItems + 2 + 4 * kPerVector<Bits>;
   static constexpr int kValueSlots = kValues ? kTile : 1;
   static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
@@ -144,7 +147,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
   const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
   int loc[4];
-  load_ranges_packed<kThreads, kItems, 4, kValues>(in, vin, start, count, keys, shared.vals, loc);
+  // 4-byte keys alone: 16-byte chunks (quad_sweep, H100, int32 2^27: 588 us at 256 x 33 against
+  // 688 us packed at 256 x 19); values, and 8-byte keys (13% slower chunked, measured while the
+  // chunked load still kept its plan in local memory: worth measuring again), packed elements.
+  if constexpr (!kValues && sizeof(Bits) == 4) {
+    load_ranges_chunked<kThreads, kThreads * kItems, 4>(in, start, count, keys, loc);
+  } else {
+    load_ranges_packed<kThreads, kItems, 4, kValues>(in, vin, start, count, keys, shared.vals,
+                                                     loc);
+  }
   const int xn = count[0] + count[1], yn = count[2] + count[3], total = xn + yn;
   const int x_pad = (xn + kItems - 1) / kItems * kItems;  // Y's first-level outputs start here
   const int p0 = static_cast<int>(threadIdx.x) * kItems;

@@ -6,8 +6,10 @@
 //     unaligned head and tail. A range is placed at the same address modulo 16 as in global
 //     memory, so its shared position ("loc") is the first free 16-byte boundary plus its
 //     misalignment; the caller reads element e of range r at loc_r + e.
-//   * load_ranges_packed (the quad merge): any number of ranges of one array, one element a
-//     load, packed one after the other in shared memory.
+//   * load_ranges_packed (the quad merge with values or 8-byte keys): any number of ranges of
+//     one array, one element a load, packed one after the other in shared memory;
+//   * load_ranges_chunked (the quad merge of 4-byte keys alone): any number of ranges of one
+//     array, each at its source's alignment modulo 16, 16 bytes a load for the interiors.
 //   * store_warp_striped: each warp transposes its threads' consecutive outputs through its own
 //     part of shared memory (only __syncwarp), then stores them coalesced: 16 bytes a store when
 //     the destination is 16-byte aligned and the warp's outputs are all in range, else one
@@ -16,7 +18,8 @@
 //     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
 // is inside the buffer sizes given by kSharedSlots (load_two_ranges) or the ranges' total count
-// (load_ranges_packed); nothing here synchronizes the whole block.
+// (load_ranges_packed) or the counts plus under 16 bytes a range (load_ranges_chunked); nothing
+// here synchronizes the whole block.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -213,6 +216,68 @@ __device__ __forceinline__ void load_ranges_packed(const T* base, const V* value
       copy_element(key_to, shared, e, base + at);
       if constexpr (kValues) copy_element(value_to, value_stage, e, values + at);
     }
+  }
+  wait_async_copies();
+}
+
+// Copies kRanges ranges of one array, [base + start[r], base + start[r] + count[r]), into
+// `shared` with 16-byte cp.async chunks: range r at its source's alignment modulo 16 after the
+// 16-byte region of the range before it (loc[r]: the shared position of its element 0), its
+// unaligned head and tail one element a copy (by the block's first threads). Chunk q of the tile, thread q % kThreads's copy q / kThreads, belongs
+// to the last range whose first chunk is at or before q (unrolled compares). Shared slots used:
+// the counts plus under kPerVector<T> a range. Waits for its copies; the caller synchronizes.
+template <int kThreads, int kSlots, int kRanges, typename T>
+__device__ __forceinline__ void load_ranges_chunked(const T* base, const int (&start)[kRanges],
+                                                    const int (&count)[kRanges], T* shared,
+                                                    int (&loc)[kRanges]) {
+  static_assert(kThreads >= 2 * kPerVector<T> * kRanges, "a thread for every edge element");
+  constexpr int kPer = kPerVector<T>;
+  constexpr int kIters = (kSlots / kPer + kThreads - 1) / kThreads;
+  int first_chunk[kRanges], head[kRanges], chunks[kRanges];
+  int src_shift[kRanges], dst_shift[kRanges];  // chunk q of range r: q * kPer + shift
+  int region = 0, total_chunks = 0;
+#pragma unroll
+  for (int r = 0; r < kRanges; ++r) {
+    const int misalign =
+        static_cast<int>((reinterpret_cast<uintptr_t>(base + start[r]) & 15u) / sizeof(T));
+    loc[r] = region + misalign;
+    head[r] = misalign == 0 ? 0 : kPer - misalign;
+    head[r] = head[r] < count[r] ? head[r] : count[r];
+    chunks[r] = (count[r] - head[r]) / kPer;
+    first_chunk[r] = total_chunks;
+    src_shift[r] = start[r] + head[r] - total_chunks * kPer;
+    dst_shift[r] = loc[r] + head[r] - total_chunks * kPer;
+    total_chunks += chunks[r];
+    region = (loc[r] + count[r] + kPer - 1) / kPer * kPer;
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+#pragma unroll
+  for (int s = 0; s < kIters; ++s) {
+    const int q = s * kThreads + tid;
+    int src = src_shift[0], dst = dst_shift[0];
+#pragma unroll
+    for (int r = 1; r < kRanges; ++r) {
+      if (q >= first_chunk[r]) {
+        src = src_shift[r];
+        dst = dst_shift[r];
+      }
+    }
+    if (q < total_chunks) {
+      copy_async<16>(to + static_cast<uint32_t>((q * kPer + dst) * int(sizeof(T))),
+                     base + (q * kPer + src));
+    }
+  }
+  // Edges (each under kPer elements): threads 2 kPer r + e copy element e of range r's head (e <
+  // kPer) or of its tail. (Written per range, with no select by a runtime range index: ptxas
+  // turned such selects into indexed arrays in local memory, an 80-byte stack frame.)
+#pragma unroll
+  for (int r = 0; r < kRanges; ++r) {
+    const int e = tid - 2 * kPer * r;
+    const int tail_begin = head[r] + chunks[r] * kPer;
+    const int i = e < kPer ? e : tail_begin + (e - kPer);
+    const bool edge = e >= 0 && (e < kPer ? e < head[r] : e < 2 * kPer && i < count[r]);
+    if (edge) copy_element(to, shared, loc[r] + i, base + start[r] + i);
   }
   wait_async_copies();
 }

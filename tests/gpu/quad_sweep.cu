@@ -216,11 +216,14 @@ int main(int argc, char** argv) {
     make_data<uint32_t, uint8_t, false>(d, total, width);
     std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
     run_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 4>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 3>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 4>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 3>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 15, 5>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 23, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 25, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 27, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 29, 3>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 31, 2>>("int32", d, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("int32", d, repeats);
     free_data(d);
   }
   {

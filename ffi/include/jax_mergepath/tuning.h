@@ -234,7 +234,12 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // quad_min_bytes: 2^28 for 4-byte elements, 2^27 for wider ones. Keys of 4 or 8 bytes, alone
 // or with a 4-byte payload (argsort's int32 positions measured; sort_by_key's 4-byte values run
 // the same kernel on uint32 bits); the other shapes (small keys, other payloads) keep two-way
-// passes until measured.
+// passes until measured. 4-byte keys alone then took 16-byte chunked loads (quad_merge.cuh,
+// tile_io.cuh load_ranges_chunked), whose per-tile cost leaves larger tiles faster: int32 2^27,
+// runs of 2^15, two rounds (benchmarks/h100_quad_sweep_chunked.txt): 256 x 19 658-666 us (packed
+// loads 688-689), 256 x 21 636-638, 256 x 25 612-616, 256 x 29 591-595, 256 x 33 588-589 us (all
+// 62-64 registers, no spill); runs of 2^13 256 x 33 582 us. So 256 x 33 (2 blocks by its
+// register cap; 4 fit); quad_min_bytes not re-measured for it.
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -246,13 +251,14 @@ constexpr int64_t quad_min_bytes(int element_bytes) {
 
 constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
   const bool keys_alone = payload_bytes == 0;
-  const int items = keys_alone && key_bytes <= 4   ? 19
+  const bool chunked = keys_alone && key_bytes <= 4;
+  const int items = chunked                        ? 33
                     : keys_alone && key_bytes == 8 ? 17
                     : key_bytes == 4 && payload_bytes == 4
                         ? 15
                         : merge_shape(key_bytes, payload_bytes).items;
   const int threads = 256;
-  return {threads, items, keys_alone && key_bytes <= 4 ? 4 : 3, int64_t{threads - 1} * items};
+  return {threads, items, chunked ? 2 : 3, int64_t{threads - 1} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
