@@ -148,8 +148,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
   int loc[4];
   // 4-byte keys alone: 16-byte chunks (quad_sweep, H100, int32 2^27: 588 us at 256 x 33 against
-  // 688 us packed at 256 x 19); values, and 8-byte keys (13% slower chunked, measured while the
-  // chunked load still kept its plan in local memory: worth measuring again), packed elements.
+  // 688 us packed at 256 x 19); values, and 8-byte keys (chunked 539 against 542 us: no gain),
+  // packed elements.
   if constexpr (!kValues && sizeof(Bits) == 4) {
     load_ranges_chunked<kThreads, kThreads * kItems, 4>(in, start, count, keys, loc);
   } else {
