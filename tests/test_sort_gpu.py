@@ -92,7 +92,7 @@ _QUAD_CASES = [
     ("sort", np.float32, (2**27 + 3,), True, "sparse"),  # wide; plain and NaN-last tiles
     ("sort", np.int32, (81_788_929,), False, "random"),  # wide: more workspace than the 4352 tile's
     ("sort", np.uint32, (78_000_000,), True, "few"),  # wide, 13 levels: a two-way pass, 6 quads
-    ("sort", np.float32, (143 * 2**20,), False, "plain"),  # 16 levels: wide, 14 (7 quads)
+    ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: wide, 14 (7 quads)
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
     ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels
     ("argsort", np.float32, (2**26 + 7,), False, "special"),

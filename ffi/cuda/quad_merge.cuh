@@ -101,8 +101,8 @@ struct QuadShared {
   static constexpr bool kValues = kPayload == PayloadKind::kValue;
   static constexpr int kTile = kThreads * kItems;
   // (4-byte keys alone are loaded in 16-byte chunks, each range at its source's alignment:
-  // under one 16-byte region of slack a range.)
-  static constexpr int kKeySlots = kTile + 2 * kItems + 2 + 4 * kPerVector<Bits>;
+  // under two 16-byte regions of slack a range, tile_io.cuh kChunkedSlack.)
+  static constexpr int kKeySlots = kTile + 2 * kItems + 2 + 4 * kChunkedSlack<Bits>;
   static constexpr int kValueSlots = kValues ? kTile : 1;
   static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose

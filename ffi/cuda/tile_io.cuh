@@ -18,7 +18,7 @@
 //     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
 // is inside the buffer sizes given by kSharedSlots (load_two_ranges) or the ranges' total count
-// (load_ranges_packed) or the counts plus under 16 bytes a range (load_ranges_chunked); nothing
+// (load_ranges_packed) or the counts plus kChunkedSlack a range (load_ranges_chunked); nothing
 // here synchronizes the whole block.
 #pragma once
 
@@ -223,9 +223,15 @@ __device__ __forceinline__ void load_ranges_packed(const T* base, const V* value
 // Copies kRanges ranges of one array, [base + start[r], base + start[r] + count[r]), into
 // `shared` with 16-byte cp.async chunks: range r at its source's alignment modulo 16 after the
 // 16-byte region of the range before it (loc[r]: the shared position of its element 0), its
-// unaligned head and tail one element a copy (by the block's first threads). Chunk q of the tile, thread q % kThreads's copy q / kThreads, belongs
-// to the last range whose first chunk is at or before q (unrolled compares). Shared slots used:
-// the counts plus under kPerVector<T> a range. Waits for its copies; the caller synchronizes.
+// unaligned head and tail one element a copy (by the block's first threads). Chunk q of the
+// tile, thread q % kThreads's copy q / kThreads, belongs to the last range whose first chunk is
+// at or before q (unrolled compares). Shared slots used: the counts plus at most
+// kChunkedSlack<T> a range. Waits for its copies; the caller synchronizes.
+// Slots a range of load_ranges_chunked may leave unused: its misalignment before it and the
+// rounding up to a 16-byte boundary after it (each under kPerVector<T>).
+template <typename T>
+inline constexpr int kChunkedSlack = 2 * kPerVector<T> - 2;
+
 template <int kThreads, int kSlots, int kRanges, typename T>
 __device__ __forceinline__ void load_ranges_chunked(const T* base, const int (&start)[kRanges],
                                                     const int (&count)[kRanges], T* shared,
