@@ -93,7 +93,9 @@ __device__ __forceinline__ bool plain_keys(const HeldKey<Traits>& held, const Ke
                                            int valid) {
   bool plain = true;
 #pragma unroll
-  for (int c = 0; c < kItems; ++c) plain &= c >= valid || HeldKey<Traits>::plain(held.release(key[c]));
+  for (int c = 0; c < kItems; ++c) {
+    plain &= c >= valid || HeldKey<Traits>::plain(held.release(key[c]));
+  }
   return plain;
 }
 

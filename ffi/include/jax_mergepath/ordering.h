@@ -204,8 +204,8 @@ struct HeldKey<Traits, true> : KeyCompare<Traits> {
 };
 #endif
 
-// Held float32 / float64 keys of a set known to hold no NaN and no -0.0 (the block sort checks
-// every tile, HeldKey::plain; GPU code only, as HeldKey of floats): keys that compare equal are
+// Held float keys of a set known to hold no NaN and no -0.0 (the block sort checks every float32
+// tile, HeldKey::plain; GPU code only, as HeldKey of floats): keys that compare equal are
 // then equal bits (one zero), so the plain FPU `<` is the order (one instruction, no NaN
 // placement) and a min / max network is exact (kTiesIdentical). Holds and releases as HeldKey.
 template <typename Traits>

@@ -8,9 +8,10 @@
 //     when the right key strictly precedes the left (cmp.before), so equal keys never pass each
 //     other, and after kItems rounds the items are sorted. Items at or past `valid` (a short
 //     tile's padding) never move and never move others: they stay last.
-//   * sort_network_keys: keys alone whose ties are identical bits (integers, or floats of a tile
-//     without NaN and -0.0: ordering.h PlainHeldKey), so stability is moot: Batcher's odd-even merge sort, a min and a max a comparator (about half the
-//     comparators of the transposition network at 16 items, and a third of the instructions).
+//   * sort_network_keys: keys alone whose ties are identical bits (integers, or float32 keys of
+//     a tile without NaN and -0.0: ordering.h PlainHeldKey), so stability is moot: Batcher's
+//     odd-even merge sort, a min and a max a comparator (about half the comparators of the
+//     transposition network at 16 items, and a third of the instructions).
 //     The caller fills padding slots with the largest key, which no comparator moves.
 #pragma once
 
@@ -85,7 +86,7 @@ struct MergeExchangeNetwork {
   static constexpr Table kTable = table();
 };
 
-// The smaller / larger of two keys of the keys network: integers by compare and select, floats
+// The smaller / larger of two keys of the keys network: integers by compare and select, float32
 // (PlainHeldKey's: no NaN, one zero) by the FPU's min / max, exact there.
 template <typename Key>
 JMP_HD Key network_min(Key a, Key b) { return a < b ? a : b; }
@@ -93,8 +94,6 @@ template <typename Key>
 JMP_HD Key network_max(Key a, Key b) { return a < b ? b : a; }
 JMP_HD float network_min(float a, float b) { return fminf(a, b); }
 JMP_HD float network_max(float a, float b) { return fmaxf(a, b); }
-JMP_HD double network_min(double a, double b) { return fmin(a, b); }
-JMP_HD double network_max(double a, double b) { return fmax(a, b); }
 
 template <typename Key, int kItems, int... kQ>
 JMP_HD void sort_network_keys_at(Key (&key)[kItems], std::integer_sequence<int, kQ...>) {
