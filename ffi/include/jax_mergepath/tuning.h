@@ -239,7 +239,8 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // runs of 2^15, two rounds (benchmarks/h100_quad_sweep_chunked.txt): 256 x 19 658-666 us (packed
 // loads 688-689), 256 x 21 636-638, 256 x 25 612-616, 256 x 29 591-595, 256 x 33 588-589 us (all
 // 62-64 registers, no spill); runs of 2^13 256 x 33 582 us. So 256 x 33 (2 blocks by its
-// register cap; 4 fit); quad_min_bytes not re-measured for it.
+// register cap; 4 fit). quad_min_bytes measured again with it: at 128 MB a pass int32 quads
+// still lose (225-231 against 212-216 us, benchmarks/h100_quad_threshold_chunked.txt).
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
