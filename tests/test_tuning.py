@@ -115,7 +115,10 @@ def _levels(tile: int, length: int) -> int:
         (4, 0, 1, 2**27 + 5, True),
         (4, 0, 3, 3 * 2**23 + 7, True),  # rows of 13 levels
         (4, 0, 1, 2**26 + 1, False),  # 14 levels: 13 (seven passes either way)
-        (4, 4, 1, 2**27, False),  # argsort: keys with positions keep their tile
+        (4, 4, 1, 2**27, False),  # argsort: 16 levels, 15 with the wide tile: 8 passes either way
+        (4, 4, 1, 2**24, True),  # argsort / sort_by_key 2^24: 13 levels, 12
+        (4, 4, 1, 2**26, True),  # 15 levels, 14
+        (4, 4, 1, 2**23, False),  # 64 MB a pass: no quads
         (8, 0, 1, 2**27, False),  # 8-byte keys: no wide shape
         (4, 0, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
         (4, 0, 2**14, 5000, False),  # rows the wide tile would hold whole

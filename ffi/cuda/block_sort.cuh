@@ -73,11 +73,11 @@ __device__ __forceinline__ BlockSortPlan block_sort_plan(const SortCall& call, i
   return plan;
 }
 
-// What a thread holds in its slots past its segment's keys: the largest key for the keys network
-// (it stays last), anything for the stable one (which never moves it).
-template <typename Key, bool kKeysNetwork>
+// What a thread holds in its slots past its segment's keys: for keys alone the largest key (the
+// keys network keeps it last; the stable network never reads it), zero with a payload.
+template <typename Key, bool kKeysAlone>
 __device__ __forceinline__ Key padding_key() {
-  if constexpr (!kKeysNetwork) {
+  if constexpr (!kKeysAlone) {
     return Key(0);
   } else if constexpr (std::is_floating_point_v<Key>) {
     return static_cast<Key>(INFINITY);
@@ -120,7 +120,7 @@ struct BlockSortShared {
 // keys_out / vals_out: the buffer the passes start from (the outputs when there are none).
 // row_flags: the is_sorted pass ran (call.row_sorted holds the rows found sorted).
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads)
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     block_sort_kernel(SortCall call, typename Traits::Bits* keys_out, Value* vals_out,
                       typename Traits::Bits flip, int span, int64_t tiles_per_row,
                       bool row_flags) {
@@ -135,8 +135,6 @@ __global__ void __launch_bounds__(Policy::kThreads)
   // registers with both, against 62: 3 blocks an SM instead of 4, and its sort got ~2% slower
   // on an H100; they keep the NaN-last order.)
   constexpr bool kPlainFloats = KeyCompare<Traits>::kFpu && sizeof(typename Traits::Bits) == 4;
-  // Integer keys alone take the keys network in every tile, padded with the largest key as loaded.
-  constexpr bool kIntegerNetwork = !kCarry && HeldKey<Traits>::kTiesIdentical;
   __shared__ BlockSortShared<Traits, kPayload, Value, kThreads, kItems> shared;
   Bits* raw_stage = reinterpret_cast<Bits*>(shared.stage);
   Key* held_stage = reinterpret_cast<Key*>(shared.stage);
@@ -164,7 +162,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
     const bool in_row = local + c < seg_valid;
-    key[c] = in_row ? held.hold(raw_stage[loc + src0 + c]) : padding_key<Key, kIntegerNetwork>();
+    key[c] = in_row ? held.hold(raw_stage[loc + src0 + c]) : padding_key<Key, !kCarry>();
     if constexpr (kPayload == PayloadKind::kIndex) {
       pay[c] = static_cast<Value>(plan.first_position + local + c);
     } else if constexpr (kPayload == PayloadKind::kValue) {
@@ -187,16 +185,10 @@ __global__ void __launch_bounds__(Policy::kThreads)
   }
   // The thread network, then the merge rounds, in the order of `cmp` (HeldKey's or PlainHeldKey's).
   // Keys alone whose ties are identical bits (integers, plain floats) take the min / max network
-  // (not stable, exact for them), padded with the largest key, which stays last.
+  // (not stable, exact for them); their padding (the largest key, padding_key) stays last.
   auto sort_tile = [&](const auto& cmp) {
     constexpr bool kKeysNetwork = !kCarry && std::decay_t<decltype(cmp)>::kTiesIdentical;
     if constexpr (kKeysNetwork) {
-      if constexpr (!kIntegerNetwork) {  // plain floats: the padding becomes the largest key
-#pragma unroll
-        for (int c = 0; c < kItems; ++c) {
-          key[c] = local + c < seg_valid ? key[c] : padding_key<Key, true>();
-        }
-      }
       sort_network_keys<kItems>(key);
     } else {
       sort_network<kItems>(key, pay, seg_valid - local, cmp);

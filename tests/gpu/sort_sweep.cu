@@ -9,7 +9,8 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/sort_sweep.cu -o /tmp/sort_sweep
 //   /tmp/sort_sweep [log2_total=26] [repeats=10] [only: "d,threads,items", e.g. 512,256,15 (d -1:
-//   a long row), for ncu; "all" for every shape] [long: only the long-row shapes of twice the tile]
+//   a long row), for ncu; "all" for every shape] [long: only the long-row shapes of twice the tile;
+//   pairs: the wide shapes of 4-byte keys with positions]
 //   [nan: a NaN and a -0.0 in every 4096 keys, so float tiles take the NaN-last order, not
 //   PlainHeldKey's]
 #include <algorithm>
@@ -27,10 +28,11 @@
 
 namespace jmp = jax_mergepath;
 
-template <int kThreadsT, int kItemsT>
+template <int kThreadsT, int kItemsT, int kMinBlocksT = 0>
 struct Shape {
   static constexpr int kThreads = kThreadsT;
   static constexpr int kItems = kItemsT;
+  static constexpr int kMinBlocks = kMinBlocksT;
   static constexpr int64_t kTile = int64_t{kThreadsT} * kItemsT;
 };
 
@@ -118,10 +120,10 @@ void run(Buffers& b, int64_t d_arg, int repeats) {
   const float ms = time_ms(go, repeats);
   const double bytes = 2.0 * b.total * (kIndex ? 8 : 4);
   const double copy_bytes = 2.0 * b.total * 4;
-  std::printf("%-14s rows of %-9lld T=%4d I=%2d tile=%5lld %8.1f us  %6.1f%% of copy  %s\n",
+  std::printf("%-14s rows of %-9lld T=%4d I=%2d min %d tile=%5lld %8.1f us  %6.1f%% of copy  %s\n",
               kIndex ? (kFloat ? "f32+index" : "int32+index") : (kFloat ? "f32" : "int32"),
               static_cast<long long>(long_row ? -1 : d), Policy::kThreads, Policy::kItems,
-              static_cast<long long>(Policy::kTile), ms * 1e3,
+              Policy::kMinBlocks, static_cast<long long>(Policy::kTile), ms * 1e3,
               100.0 * (bytes / ms) / (copy_bytes / g_copy_ms), bad ? "WRONG" : "ok");
   std::fflush(stdout);
 }
@@ -168,13 +170,25 @@ int main(int argc, char** argv) {
   using F32 = jmp::F32Key;
   constexpr auto kNone = jmp::PayloadKind::kNone;
   constexpr auto kIndex = jmp::PayloadKind::kIndex;
+  if (argc > 4 && std::strcmp(argv[4], "pairs") == 0) {
+    // Wide tiles for 4-byte keys with 4-byte positions (argsort, sort_by_key): with and without
+    // a register cap of 3 blocks an SM.
+    // (256 x 23 is the widest whose 8-byte pairs fit the 48 KB of static shared memory.)
+    sweep<F32, kIndex, Shape<256, 11>, Shape<256, 19>, Shape<256, 21>, Shape<256, 21, 3>,
+          Shape<256, 23>, Shape<256, 23, 3>>(b, -1, repeats);
+    sweep<S32, kIndex, Shape<256, 11>, Shape<256, 19>, Shape<256, 21>, Shape<256, 21, 3>,
+          Shape<256, 23>, Shape<256, 23, 3>>(b, -1, repeats);
+    return 0;
+  }
   if (argc > 4 && std::strcmp(argv[4], "long") == 0) {
     // Tiles of twice the keys or more for the long rows of large sorts (tuning.h
     // wide_sort_shape: a pass fewer, e.g. the two-way pass before the quads of odd levels).
     sweep<S32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
-          Shape<256, 39>, Shape<512, 17>>(b, -1, repeats);
+          Shape<256, 39>, Shape<512, 17>, Shape<256, 33, 3>, Shape<256, 35, 3>,
+          Shape<256, 37, 3>, Shape<256, 39, 3>>(b, -1, repeats);
     sweep<F32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
-          Shape<256, 39>, Shape<512, 17>>(b, -1, repeats);
+          Shape<256, 39>, Shape<512, 17>, Shape<256, 33, 3>, Shape<256, 35, 3>,
+          Shape<256, 37, 3>, Shape<256, 39, 3>>(b, -1, repeats);
     sweep<F32, kIndex, Shape<256, 11>, Shape<256, 21>, Shape<256, 23>, Shape<512, 11>>(b, -1,
                                                                                       repeats);
     sweep<S32, kIndex, Shape<256, 11>, Shape<256, 21>, Shape<256, 23>>(b, -1, repeats);

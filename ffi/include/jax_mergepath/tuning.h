@@ -177,6 +177,7 @@ constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, i
 // 4% faster on rows of 512 and slower on the others. The other shapes keep the first design's.
 struct SortShape {
   int threads, items;
+  int min_blocks = 0;  // __launch_bounds__'s blocks an SM, capping registers (0: no cap)
 };
 
 constexpr SortShape sort_shape(int key_bytes, int payload_bytes) {
@@ -190,15 +191,23 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 }
 
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
-// leaves fewer passes (sort_takes_wide_tile), measured with tests/gpu/sort_sweep.cu ("long") on
-// an H100, 2^27 keys as the tiles of one row (benchmarks/h100_sort_sweep_plain_floats.txt), where
-// a two-way pass it saves takes ~400 us: 4-byte keys alone 256 x 39, int32 1309 us against 1262
-// us for the 4352-key tile (256 x 35 / 37: 1329-1346 us, 512 x 17: 1556-1563 us), float32 1421 us
-// against 1305-1309 (512 x 17: 1615-1620 us; tiles with a NaN or a -0.0, which take the NaN-last
-// order, 2136 against 1743 us). Keys with payloads keep sort_shape's.
+// leaves fewer passes (sort_takes_wide_tile), measured with tests/gpu/sort_sweep.cu ("long" and
+// "pairs") on an H100, 2^27 keys as the tiles of one row, where a two-way pass it saves takes
+// ~400 us (keys alone) or ~800 us (pairs). Registers capped at 3 blocks an SM (80 a thread; a
+// few bytes spill in some shapes): the uncapped kernels took 96-127 registers, 2 blocks
+// (benchmarks/h100_sort_sweep_capped.txt, two rounds):
+// - 4-byte keys alone: 256 x 39 at 3 blocks, int32 1165 us (uncapped 1309-1310; the 4352-key
+//   tile 1266-1268), float32 1212-1213 us (uncapped 1412; 4352 keys 1288-1296; tiles with a
+//   NaN or a -0.0, which take the NaN-last order, 2090 against 2141 uncapped);
+// - 4-byte keys with 4-byte positions or values (argsort, sort_by_key): 256 x 23 at 3 blocks,
+//   float32 + index 1845 us (the 2816-key tile 1898-1905; uncapped 256 x 23 2200, 2 blocks),
+//   int32 + index 1747-1755 us (1835-1840); float32 tiles with a NaN or a -0.0 2274 against
+//   2252 us. (256 x 23 is the widest whose 8-byte pairs fit 48 KB of static shared memory.)
+// Other keys and payloads keep sort_shape's.
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
-  if (key_bytes != 4 || payload_bytes != 0) return sort_shape(key_bytes, payload_bytes);
-  return SortShape{256, 39};
+  if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
+  if (key_bytes == 4 && payload_bytes == 4) return SortShape{256, 23, 3};
+  return sort_shape(key_bytes, payload_bytes);
 }
 
 template <int kKeyBytes, int kPayloadBytes, bool kWide = false>
@@ -207,6 +216,7 @@ struct SortPolicy {
       kWide ? wide_sort_shape(kKeyBytes, kPayloadBytes) : sort_shape(kKeyBytes, kPayloadBytes);
   static constexpr int kThreads = kShape.threads;
   static constexpr int kItems = kShape.items;
+  static constexpr int kMinBlocks = kShape.min_blocks;
   static constexpr int64_t kTile = int64_t{kThreads} * kItems;
 };
 
