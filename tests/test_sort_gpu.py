@@ -99,9 +99,10 @@ _QUAD_CASES = [
     ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest; wide
     ("sort_by_key", np.int32, (2**24 + 3,), False, "few"),  # 4-byte values: the wide block sort
     ("sort", np.int32, (2**26 + 1,), False, "random"),  # 256 MB: 4-byte elements' smallest
-    ("argsort", np.int64, (2**26 + 11,), True, "random"),
-    ("sort", np.int64, (2**26 + 3,), True, "random"),
-    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows; row 1 sorted
+    ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13 levels
+    ("argsort", np.float64, (2**24 + 5,), False, "special"),  # wide, 11 levels; NaN-last
+    ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels
+    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide; row 1 sorted
 ]
 
 

@@ -119,7 +119,12 @@ def _levels(tile: int, length: int) -> int:
         (4, 4, 1, 2**24, True),  # argsort / sort_by_key 2^24: 13 levels, 12
         (4, 4, 1, 2**26, True),  # 15 levels, 14
         (4, 4, 1, 2**23, False),  # 64 MB a pass: no quads
-        (8, 0, 1, 2**27, False),  # 8-byte keys: no wide shape
+        (8, 0, 1, 2**27, True),  # 8-byte keys: 16 levels (8 quads), 14 (7)
+        (8, 0, 1, 2**24, True),  # 13 levels, 11
+        (8, 4, 1, 2**27, True),  # argsort of 8-byte keys: 16 levels, 14
+        (8, 4, 1, 2**24, True),  # 13 levels, 11
+        (8, 0, 1, 2**23, False),  # 64 MB a pass: no quads
+        (8, 8, 1, 2**27, False),  # 8-byte values: no wide shape
         (4, 0, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
         (4, 0, 2**14, 5000, False),  # rows the wide tile would hold whole
         (2, 0, 1, 2**28, False),  # 2-byte keys take no quads

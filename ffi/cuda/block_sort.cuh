@@ -18,6 +18,8 @@
 // Already sorted input is not sorted again: a long row flagged by the is_sorted pass (row_flags)
 // is copied straight to the final outputs; without row flags (rows of at most one tile, no
 // passes) the block checks its own segments and, when all are in order, skips steps 1-2.
+// Shared memory is dynamic (the wide tiles of 8-byte keys pass the 48 KB of static shared
+// memory): launch the kernel with launch_block_sort.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -106,11 +108,10 @@ __device__ __forceinline__ bool plain_keys(const HeldKey<Traits>& held, const Ke
 template <typename Traits, PayloadKind kPayload, typename Value, int kThreads, int kItems>
 struct BlockSortShared {
   using Bits = typename Traits::Bits;
-  using Key = typename HeldKey<Traits>::Key;
   static constexpr int kTile = kThreads * kItems;
   static constexpr int kSlots = std::max(kSharedSlots<Bits, kTile>, kTile + kItems);
   static constexpr int kStageBytes =
-      std::max(kSlots * int(sizeof(Bits)), (kTile + kItems) * int(sizeof(Key)));
+      std::max(kSlots * int(sizeof(Bits)), (kTile + kItems) * kHeldKeyBytes<Traits>);
   static constexpr int kValueSlots =
       kPayload == PayloadKind::kNone ? 1 : std::max(kSharedSlots<Value, kTile>, kTile + kItems);
   alignas(16) unsigned char stage[(kStageBytes + 15) / 16 * 16];
@@ -127,6 +128,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   grid_prologue();
   using Bits = typename Traits::Bits;
   using Key = typename HeldKey<Traits>::Key;
+  static_assert(sizeof(Key) == kHeldKeyBytes<Traits>, "BlockSortShared sizes the held keys");
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   constexpr int kTile = kThreads * kItems;
   constexpr bool kCarry = kPayload != PayloadKind::kNone;
@@ -135,7 +137,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   // registers with both, against 62: 3 blocks an SM instead of 4, and its sort got ~2% slower
   // on an H100; they keep the NaN-last order.)
   constexpr bool kPlainFloats = KeyCompare<Traits>::kFpu && sizeof(typename Traits::Bits) == 4;
-  __shared__ BlockSortShared<Traits, kPayload, Value, kThreads, kItems> shared;
+  extern __shared__ __align__(16) unsigned char block_sort_memory[];
+  auto& shared =
+      *reinterpret_cast<BlockSortShared<Traits, kPayload, Value, kThreads, kItems>*>(
+          block_sort_memory);
   Bits* raw_stage = reinterpret_cast<Bits*>(shared.stage);
   Key* held_stage = reinterpret_cast<Key*>(shared.stage);
   const HeldKey<Traits> held(flip);
@@ -254,6 +259,28 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     __syncthreads();
     store_block_staged<kThreads>(key_plan, raw_stage, out);
   }
+}
+
+// Enqueues block_sort_kernel<Traits, kPayload, Value, Policy> on `blocks` blocks with its shared
+// memory (raising the kernel's dynamic shared memory limit first where it passes 48 KB: a host
+// call, no stream work, per launch as the current device may change).
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+cudaError_t launch_block_sort(unsigned blocks, cudaStream_t stream, const SortCall& call,
+                              typename Traits::Bits* keys_out, Value* vals_out,
+                              typename Traits::Bits flip, int span, int64_t tiles_per_row,
+                              bool row_flags) {
+  constexpr int kBytes = static_cast<int>(
+      sizeof(BlockSortShared<Traits, kPayload, Value, Policy::kThreads, Policy::kItems>));
+  auto* kernel = block_sort_kernel<Traits, kPayload, Value, Policy>;
+  if constexpr (kBytes > 48 * 1024) {
+    if (cudaError_t err =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+        err != cudaSuccess) {
+      return err;
+    }
+  }
+  return launch_kernel_shared(kernel, blocks, Policy::kThreads, kBytes, stream, call, keys_out,
+                              vals_out, flip, span, tiles_per_row, row_flags);
 }
 
 }  // namespace jax_mergepath

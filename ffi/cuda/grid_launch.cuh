@@ -25,14 +25,17 @@ __device__ __forceinline__ void grid_prologue() {
 #endif
 }
 
-// Enqueues kernel<<<grid, block, 0, stream>>>(args...) with programmatic stream serialization
-// (the kernel must start with grid_prologue()). Returns the launch's error.
+// Enqueues kernel<<<grid, block, shared_bytes, stream>>>(args...) with programmatic stream
+// serialization (the kernel must start with grid_prologue()). Dynamic shared memory over 48 KB
+// needs the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize set first. Returns the launch's
+// error.
 template <typename... Params, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
-                          cudaStream_t stream, Args&&... args) {
+cudaError_t launch_kernel_shared(void (*kernel)(Params...), unsigned grid, unsigned block,
+                                 size_t shared_bytes, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
 #ifndef JMP_NO_PROGRAMMATIC_LAUNCH
   cudaLaunchAttribute overlap{};
@@ -42,6 +45,13 @@ cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned blo
   config.numAttrs = 1;
 #endif
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// ... without dynamic shared memory.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
+                          cudaStream_t stream, Args&&... args) {
+  return launch_kernel_shared(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace jax_mergepath

@@ -52,10 +52,9 @@ cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStr
       span < Policy::kTile ? ceil_div(rows, Policy::kTile / span) : rows * tiles_per_row;
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const auto flip = direction_mask<Traits>(call.descending);
-  auto* block_sort = block_sort_kernel<Traits, kPayload, Value, Policy>;
-  if (cudaError_t err = launch_kernel(block_sort, static_cast<unsigned>(blocks), Policy::kThreads,
-                                      stream, call, key_buf[cur], val_buf[cur], flip,
-                                      static_cast<int>(span), tiles_per_row, row_flags);
+  if (cudaError_t err = launch_block_sort<Traits, kPayload, Value, Policy>(
+          static_cast<unsigned>(blocks), stream, call, key_buf[cur], val_buf[cur], flip,
+          static_cast<int>(span), tiles_per_row, row_flags);
       err != cudaSuccess) {
     return err;
   }

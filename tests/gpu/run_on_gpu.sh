@@ -4,7 +4,8 @@
 # Usage (repo root, on a GPU machine with jax[cuda], nanobind, scikit-build-core installed):
 #   bash tests/gpu/run_on_gpu.sh [bench args...]     # logs go to $OUT (or ./gpu-logs)
 # Env: JMP_TEST_ARGS (test files, default all), JMP_TEST_WORKERS (pytest-xdist processes, e.g. 8
-# for the whole suite), JMP_SKIP_TESTS / JMP_SKIP_SANITIZER / JMP_SKIP_BENCH; a CUDA wheel
+# for the whole suite), JMP_SKIP_TESTS / JMP_SKIP_SANITIZER / JMP_SKIP_BENCH,
+# JMP_SANITIZER_TOOLS (default "memcheck racecheck": one call may not fit both); a CUDA wheel
 # carried in .whl/ (tests/gpu/build_wheel.sh) is installed instead of building when it matches.
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
@@ -28,7 +29,7 @@ if [ -z "${JMP_SKIP_TESTS:-}" ]; then
 fi
 echo "== compute-sanitizer"
 if [ -z "${JMP_SKIP_SANITIZER:-}" ]; then
-  for tool in memcheck racecheck; do
+  for tool in ${JMP_SANITIZER_TOOLS:-memcheck racecheck}; do
     XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool "$tool" --error-exitcode 3 \
       --target-processes all python3 gpu/sanitizer_cases.py > "$out/sanitizer-$tool.log" 2>&1
     rc=$?; tail -3 "$out/sanitizer-$tool.log"; echo "sanitizer $tool rc=$rc"

@@ -2,8 +2,9 @@
 
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
-rows, every sort payload, quad passes, the wide block sort, searchsorted (binary and merge path);
-sizes around the tiles; results are checked against numpy so a silent error also fails.
+rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
+(binary and merge path); sizes around the tiles; results are checked against numpy so a silent
+error also fails.
 """
 
 from __future__ import annotations
@@ -92,6 +93,15 @@ def sort_cases(rng: np.random.Generator) -> None:
     want_f = np.take_along_axis(wide_f, np.argsort(-wide_f, axis=-1, kind="stable"), -1)
     got_f = np.asarray(jmp.sort(wide_f, descending=True))
     check(got_f.view(np.uint32), want_f.view(np.uint32), "wide float block sort")
+    # The wide block sorts of 8-byte keys, in dynamic shared memory past 48 KB (256 x 33 keys
+    # alone, 512 x 17 with positions): 2^24 keys, quads of 128 MB a pass and more.
+    jax.config.update("jax_enable_x64", True)  # (last: the cases above keep their dtypes)
+    big64 = rng.integers(-(2**62), 2**62, 2**24 + 3)
+    check(jmp.sort(big64), np.sort(big64), "wide int64 block sort")
+    f64 = (big64 >> 20).astype(np.float64)
+    f64[::100_003] = np.nan
+    f64[7::100_019] = -0.0
+    check(jmp.argsort(f64), np.argsort(f64, kind="stable").astype(np.int32), "wide f64 argsort")
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
     for side in ("left", "right"):

@@ -10,7 +10,7 @@
 //        tests/gpu/sort_sweep.cu -o /tmp/sort_sweep
 //   /tmp/sort_sweep [log2_total=26] [repeats=10] [only: "d,threads,items", e.g. 512,256,15 (d -1:
 //   a long row), for ncu; "all" for every shape] [long: only the long-row shapes of twice the tile;
-//   pairs: the wide shapes of 4-byte keys with positions]
+//   pairs: the wide shapes of 4-byte keys with positions; int64: those of 8-byte keys]
 //   [nan: a NaN and a -0.0 in every 4096 keys, so float tiles take the NaN-last order, not
 //   PlainHeldKey's]
 #include <algorithm>
@@ -39,6 +39,7 @@ struct Shape {
 struct Buffers {
   int64_t total = 0;
   std::vector<uint32_t> host;  // random int32 / float32 bits
+  std::vector<uint64_t> host64;  // random int64 bits (two of host's words)
   void *keys = nullptr, *out = nullptr, *pos = nullptr, *copy = nullptr;
   uint8_t* flags = nullptr;
 };
@@ -50,7 +51,11 @@ int64_t g_only[3] = {0, 0, 0};  // d, threads, items of the one case to run (d =
 // kIndex: with argsort's int32 positions.
 template <typename Traits, jmp::PayloadKind kPayload, typename Policy>
 void run(Buffers& b, int64_t d_arg, int repeats) {
-  constexpr bool kFloat = std::is_same_v<Traits, jmp::F32Key>;
+  using Bits = typename Traits::Bits;
+  constexpr bool kLong = sizeof(Bits) == 8;  // int64 or float64 keys (S64Key, F64Key)
+  constexpr bool kFloat = std::is_same_v<Traits, jmp::F32Key> || std::is_same_v<Traits, jmp::F64Key>;
+  const Bits* host = kLong ? reinterpret_cast<const Bits*>(b.host64.data())
+                           : reinterpret_cast<const Bits*>(b.host.data());
   constexpr bool kIndex = kPayload == jmp::PayloadKind::kIndex;
   const bool long_row = d_arg <= 0;
   const int64_t d = long_row ? b.total : d_arg;
@@ -61,7 +66,8 @@ void run(Buffers& b, int64_t d_arg, int repeats) {
   }
   const int64_t rows = b.total / d;
   jmp::SortCall call{};
-  call.key_type = kFloat ? jmp::KeyType::kF32 : jmp::KeyType::kS32;
+  call.key_type = kLong ? (kFloat ? jmp::KeyType::kF64 : jmp::KeyType::kS64)
+                        : (kFloat ? jmp::KeyType::kF32 : jmp::KeyType::kS32);
   call.payload = kPayload;
   call.value_bytes = 4;
   call.rows = rows;
@@ -74,19 +80,19 @@ void run(Buffers& b, int64_t d_arg, int repeats) {
   const int64_t tiles_per_row = jmp::ceil_div(d, Policy::kTile);
   const int64_t blocks = span < Policy::kTile ? jmp::ceil_div(rows, Policy::kTile / span)
                                               : rows * tiles_per_row;
+  CHECK_CUDA(cudaMemcpy(b.keys, host, b.total * sizeof(Bits), cudaMemcpyHostToDevice));
   auto go = [&] {
-    jmp::block_sort_kernel<Traits, kPayload, int32_t, Policy>
-        <<<static_cast<unsigned>(blocks), Policy::kThreads>>>(
-            call, static_cast<uint32_t*>(b.out), static_cast<int32_t*>(b.pos), 0u,
-            static_cast<int>(span), tiles_per_row, long_row);
-    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA((jmp::launch_block_sort<Traits, kPayload, int32_t, Policy>(
+        static_cast<unsigned>(blocks), nullptr, call, static_cast<Bits*>(b.out),
+        static_cast<int32_t*>(b.pos), Bits(0), static_cast<int>(span), tiles_per_row,
+        long_row)));
   };
-  CHECK_CUDA(cudaMemset(b.out, 0, b.total * 4));
+  CHECK_CUDA(cudaMemset(b.out, 0, b.total * sizeof(Bits)));
   go();
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<uint32_t> got(b.total);
+  std::vector<Bits> got(b.total);
   std::vector<int32_t> got_pos(b.total);
-  CHECK_CUDA(cudaMemcpy(got.data(), b.out, b.total * 4, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got.data(), b.out, b.total * sizeof(Bits), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(got_pos.data(), b.pos, b.total * 4, cudaMemcpyDeviceToHost));
   // Check the first and last 64 units (rows or tiles) against a stable sort of their keys.
   const int64_t unit = long_row ? Policy::kTile : d;
@@ -98,7 +104,12 @@ void run(Buffers& b, int64_t d_arg, int repeats) {
     std::vector<int32_t> order(len);
     std::iota(order.begin(), order.end(), 0);
     auto value = [&](int32_t i) -> double {
-      const uint32_t bits = b.host[begin + i];
+      if constexpr (kLong && kFloat) {
+        double f;
+        std::memcpy(&f, &host[begin + i], 8);
+        return f;
+      }
+      const uint32_t bits = static_cast<uint32_t>(host[begin + i]);
       if (kFloat) {
         float f;
         std::memcpy(&f, &bits, 4);
@@ -107,21 +118,25 @@ void run(Buffers& b, int64_t d_arg, int repeats) {
       return static_cast<double>(static_cast<int32_t>(bits));
     };
     std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+      if constexpr (kLong && !kFloat) {
+        return static_cast<int64_t>(host[begin + x]) < static_cast<int64_t>(host[begin + y]);
+      }
       const double vx = value(x), vy = value(y);
       return vx < vy || (std::isnan(vy) && !std::isnan(vx));  // NaN last
     });
     for (int64_t k = 0; k < len; ++k) {
-      bad += got[begin + k] != b.host[begin + order[k]];
+      bad += got[begin + k] != host[begin + order[k]];
       if (kIndex) {
         bad += got_pos[begin + k] != static_cast<int32_t>((long_row ? begin : 0) + order[k]);
       }
     }
   }
   const float ms = time_ms(go, repeats);
-  const double bytes = 2.0 * b.total * (kIndex ? 8 : 4);
+  const double bytes = 2.0 * b.total * (sizeof(Bits) + (kIndex ? 4 : 0));
   const double copy_bytes = 2.0 * b.total * 4;
   std::printf("%-14s rows of %-9lld T=%4d I=%2d min %d tile=%5lld %8.1f us  %6.1f%% of copy  %s\n",
-              kIndex ? (kFloat ? "f32+index" : "int32+index") : (kFloat ? "f32" : "int32"),
+              kLong ? (kIndex ? (kFloat ? "f64+index" : "int64+index") : (kFloat ? "f64" : "int64"))
+                    : kIndex ? (kFloat ? "f32+index" : "int32+index") : (kFloat ? "f32" : "int32"),
               static_cast<long long>(long_row ? -1 : d), Policy::kThreads, Policy::kItems,
               Policy::kMinBlocks, static_cast<long long>(Policy::kTile), ms * 1e3,
               100.0 * (bytes / ms) / (copy_bytes / g_copy_ms), bad ? "WRONG" : "ok");
@@ -152,8 +167,12 @@ int main(int argc, char** argv) {
       b.host[i + 3000] = 0x80000000u;
     }
   }
-  CHECK_CUDA(cudaMalloc(&b.keys, b.total * 4));
-  CHECK_CUDA(cudaMalloc(&b.out, b.total * 4));
+  b.host64.resize(b.total);
+  for (int64_t i = 0; i < b.total; ++i) {
+    b.host64[i] = (uint64_t{b.host[i]} << 32) ^ b.host[(i * 7 + 1) % b.total];
+  }
+  CHECK_CUDA(cudaMalloc(&b.keys, b.total * 8));
+  CHECK_CUDA(cudaMalloc(&b.out, b.total * 8));
   CHECK_CUDA(cudaMalloc(&b.pos, b.total * 4));
   CHECK_CUDA(cudaMalloc(&b.copy, b.total * 4));
   CHECK_CUDA(cudaMalloc(&b.flags, 1 << 20));
@@ -167,9 +186,22 @@ int main(int argc, char** argv) {
   std::printf("%s, 2^%d keys, copy %.1f us (%.2f TB/s)\n", prop.name, log2_total, g_copy_ms * 1e3,
               2.0 * b.total * 4 / (g_copy_ms * 1e-3) * 1e-12);
   using S32 = jmp::S32Key;
+  using S64 = jmp::S64Key;
+  using F64 = jmp::F64Key;
   using F32 = jmp::F32Key;
   constexpr auto kNone = jmp::PayloadKind::kNone;
   constexpr auto kIndex = jmp::PayloadKind::kIndex;
+  if (argc > 4 && std::strcmp(argv[4], "int64") == 0) {
+    // Wide tiles for 8-byte keys, alone and with positions (dynamic shared memory past 48 KB): a
+    // tile of 8192 keys or more leaves a quad pass fewer at 2^27.
+    sweep<S64, kNone, Shape<256, 11>, Shape<256, 23>, Shape<256, 23, 3>, Shape<256, 33>,
+          Shape<256, 33, 2>, Shape<512, 17>, Shape<512, 17, 1>>(b, -1, repeats);
+    sweep<S64, kIndex, Shape<256, 9>, Shape<256, 33>, Shape<256, 33, 2>, Shape<512, 17>,
+          Shape<512, 17, 2>>(b, -1, repeats);
+    sweep<F64, kNone, Shape<256, 11>, Shape<256, 23, 3>, Shape<256, 33, 2>>(b, -1, repeats);
+    sweep<F64, kIndex, Shape<256, 9>, Shape<512, 17, 2>>(b, -1, repeats);
+    return 0;
+  }
   if (argc > 4 && std::strcmp(argv[4], "pairs") == 0) {
     // Wide tiles for 4-byte keys with 4-byte positions (argsort, sort_by_key): with and without
     // a register cap of 3 blocks an SM.

@@ -144,6 +144,14 @@ struct KeyCompare<Traits, true> {
 template <typename Traits, bool kFpu = KeyCompare<Traits>::kFpu>
 struct HeldKey;
 
+// sizeof(HeldKey<Traits>::Key), for host code too (the float32 / float64 HeldKey is GPU-only):
+// 16-bit floats take a 32-bit word, every other key its own width.
+template <typename Traits>
+inline constexpr int kHeldKeyBytes =
+    Traits::kind == KeyKind::kFloat && sizeof(typename Traits::Bits) == 2
+        ? 4
+        : int(sizeof(typename Traits::Bits));
+
 template <typename Traits>
 struct HeldKey<Traits, false> {
   using Bits = typename Traits::Bits;

@@ -202,11 +202,19 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 // - 4-byte keys with 4-byte positions or values (argsort, sort_by_key): 256 x 23 at 3 blocks,
 //   float32 + index 1845 us (the 2816-key tile 1898-1905; uncapped 256 x 23 2200, 2 blocks),
 //   int32 + index 1747-1755 us (1835-1840); float32 tiles with a NaN or a -0.0 2274 against
-//   2252 us. (256 x 23 is the widest whose 8-byte pairs fit 48 KB of static shared memory.)
+//   2252 us;
+// - 8-byte keys (block_sort.cuh's shared memory is dynamic: these pass 48 KB) need a tile of 8192
+//   keys or more to save a quad pass at 2^27 (benchmarks/h100_sort_sweep_int64.txt): alone 256 x
+//   33 at 2 blocks (68 KB), int64 2189 us against 2100 for the 2816-key tile, float64 (the
+//   stable network) 2519 against 2087 us; with 4-byte positions 512 x 17 at 2 blocks (105 KB),
+//   int64 3163 against 2747 us (256 x 9), float64 3187 against 2724 us. A quad pass of 2^27 keys
+//   takes ~1.1 ms (alone) to ~1.5 ms (with positions), so each nets 0.6-1.1 ms.
 // Other keys and payloads keep sort_shape's.
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
   if (key_bytes == 4 && payload_bytes == 4) return SortShape{256, 23, 3};
+  if (key_bytes == 8 && payload_bytes == 0) return SortShape{256, 33, 2};
+  if (key_bytes == 8 && payload_bytes == 4) return SortShape{512, 17, 2};
   return sort_shape(key_bytes, payload_bytes);
 }
 
