@@ -5,7 +5,7 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
 4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
-(int32 2^27 already sorted), sort_i32 / sort_i64 (2^27 random; int64: quad passes), search
+(int32 2^27 already sorted), sort_i32 / sort_i64 / argsort_i64 (2^27 random), search
 (searchsorted of 2^23 sorted queries in 2^23 sorted int32), rows64 / rows512 / rows4096 (2^26 int32
 sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
 an XLA kernel of a merge's bytes), stream / stream_jnp (examples/sorted_stream.py --size gpu,
@@ -76,6 +76,9 @@ def case(name: str):
     if name == "sort_i64":  # quad passes (8-byte keys, 2^30 bytes a pass)
         x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
+    if name == "argsort_i64":  # 8-byte keys with positions: wide block sort, quad passes
+        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
+        return jax.jit(jmp.argsort), (x,), jnp.argsort(x, stable=True).astype(jnp.int32)
     if name == "search":  # searchsorted of 2^23 sorted queries in 2^23 sorted int32
         a, v = sorted_rows(1, 2**23, jnp.int32, 7)[0], sorted_rows(1, 2**23, jnp.int32, 8)[0]
         f = jax.jit(partial(jmp.searchsorted, sorted_v=True))
