@@ -193,9 +193,9 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
 // leaves fewer passes (sort_takes_wide_tile), measured with tests/gpu/sort_sweep.cu ("long" and
 // "pairs") on an H100, 2^27 keys as the tiles of one row, where a two-way pass it saves takes
-// ~400 us (keys alone) or ~800 us (pairs). Registers capped at 3 blocks an SM (80 a thread; a
-// few bytes spill in some shapes): the uncapped kernels took 96-127 registers, 2 blocks
-// (benchmarks/h100_sort_sweep_capped.txt, two rounds):
+// ~400 us (keys alone) or ~800 us (pairs). Registers capped (min_blocks; a few bytes spill in
+// some shapes): uncapped, ptxas gave these tiles 96-166 registers, 2 blocks of 256 an SM or 1 of
+// 512 (benchmarks/h100_sort_sweep_capped.txt, two rounds):
 // - 4-byte keys alone: 256 x 39 at 3 blocks, int32 1165 us (uncapped 1309-1310; the 4352-key
 //   tile 1266-1268), float32 1212-1213 us (uncapped 1412; 4352 keys 1288-1296; tiles with a
 //   NaN or a -0.0, which take the NaN-last order, 2090 against 2141 uncapped);
@@ -207,8 +207,11 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 //   keys or more to save a quad pass at 2^27 (benchmarks/h100_sort_sweep_int64.txt): alone 256 x
 //   33 at 2 blocks (68 KB), int64 2189 us against 2100 for the 2816-key tile, float64 (the
 //   stable network) 2519 against 2087 us; with 4-byte positions 512 x 17 at 2 blocks (105 KB),
-//   int64 3163 against 2747 us (256 x 9), float64 3187 against 2724 us. A quad pass of 2^27 keys
-//   takes ~1.1 ms (alone) to ~1.5 ms (with positions), so each nets 0.6-1.1 ms.
+//   int64 3163 against 2747 us (256 x 9), float64 3187 against 2724 us. The pass saved is the
+//   first quad (the cheapest: a quad tile's four ranges lie side by side); the bench
+//   (benchmarks/h100_sort_b96bacf.txt) against the 2816 / 2304-key tiles, 2^27: sort int64
+//   10.03 -> 9.18 ms, float64 9.90 -> 9.40, argsort int64 14.29 -> 14.13, float64 14.83 ->
+//   14.45; 2^24: sort int64 1.81 -> 1.65, argsort int64 2.24 -> 2.23, float64 2.34 -> 2.28.
 // Other keys and payloads keep sort_shape's.
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
