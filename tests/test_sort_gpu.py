@@ -95,6 +95,7 @@ _QUAD_CASES = [
     ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: wide, 14 (7 quads)
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
     ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: wide, 14
+    ("argsort", np.int32, (47_000_000,), False, "random"),  # 15 levels: wide, 13 (two-way first)
     ("argsort", np.float32, (2**26 + 7,), False, "special"),  # wide; NaN-last tiles
     ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest; wide
     ("sort_by_key", np.int32, (2**24 + 3,), False, "few"),  # 4-byte values: the wide block sort
@@ -102,6 +103,7 @@ _QUAD_CASES = [
     ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13 levels
     ("argsort", np.float64, (2**24 + 5,), False, "special"),  # wide, 11 levels; NaN-last
     ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels
+    ("sort_by_key", np.int64, (2**24 + 5,), True, "random"),  # wide (8 + 4-byte values), 11
     ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide; row 1 sorted
 ]
 

@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
   if (argc > 4 && std::strcmp(argv[4], "pairs") == 0) {
     // Wide tiles for 4-byte keys with 4-byte positions (argsort, sort_by_key): with and without
     // a register cap of 3 blocks an SM.
-    // (256 x 23 is the widest whose 8-byte pairs fit the 48 KB of static shared memory.)
+    // (256 x 23 was the widest whose 8-byte pairs fit 48 KB of static shared memory; the block
+    // sort's shared memory is dynamic since, see the "int64" mode.)
     sweep<F32, kIndex, Shape<256, 11>, Shape<256, 19>, Shape<256, 21>, Shape<256, 21, 3>,
           Shape<256, 23>, Shape<256, 23, 3>>(b, -1, repeats);
     sweep<S32, kIndex, Shape<256, 11>, Shape<256, 19>, Shape<256, 21>, Shape<256, 21, 3>,
