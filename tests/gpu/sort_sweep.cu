@@ -1,10 +1,11 @@
 // sort_sweep.cu: times the production block sort (block_sort.cuh) for several tile shapes
 // (threads x items) on one GPU, to choose tuning.h's SortPolicy: int32 keys alone as rows of 64,
 // 512, 2048 and 4096 (one block sorts whole rows: the whole row sort when the tile holds a row),
-// and as the tiles of one long row (the first step of a 1-D sort), plus float32 keys alone (the
-// stable network on held floats) and float32 keys with int32 positions (argsort's block sort). Every variant's output is checked against std::stable_sort
-// of each row (tile) before it is timed. Prints device time (CUDA events, median of warm
-// repeats) and the % of a cudaMemcpy D2D of the same bytes measured in the same run.
+// and as the tiles of one long row (the first step of a 1-D sort), plus float32 keys alone,
+// 4-byte keys with int32 positions (argsort's block sort) and 8-byte keys alone and with
+// positions. Every variant's output is checked against std::stable_sort of each row (tile)
+// before it is timed. Prints device time (CUDA events, median of warm repeats) and the % of a
+// cudaMemcpy D2D of the same bytes measured in the same run.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/sort_sweep.cu -o /tmp/sort_sweep
@@ -53,7 +54,8 @@ template <typename Traits, jmp::PayloadKind kPayload, typename Policy>
 void run(Buffers& b, int64_t d_arg, int repeats) {
   using Bits = typename Traits::Bits;
   constexpr bool kLong = sizeof(Bits) == 8;  // int64 or float64 keys (S64Key, F64Key)
-  constexpr bool kFloat = std::is_same_v<Traits, jmp::F32Key> || std::is_same_v<Traits, jmp::F64Key>;
+  constexpr bool kFloat =
+      std::is_same_v<Traits, jmp::F32Key> || std::is_same_v<Traits, jmp::F64Key>;
   const Bits* host = kLong ? reinterpret_cast<const Bits*>(b.host64.data())
                            : reinterpret_cast<const Bits*>(b.host.data());
   constexpr bool kIndex = kPayload == jmp::PayloadKind::kIndex;
