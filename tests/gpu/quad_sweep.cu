@@ -2,7 +2,8 @@
 // time) against the two two-way passes it replaces (launch_merge of the run pairs of width w,
 // then of 2 w), on one GPU, for several quad shapes (threads x items, min blocks), to choose
 // tuning.h's quad_shape. Input: 2^log2 keys in sorted runs of width w (int32 keys alone, float32
-// keys with int32 values: argsort's passes, int64 keys alone). Every output is checked against
+// keys with int32 values: argsort's passes, int64 keys alone, int64 and float64 keys with int32
+// values). Every output is checked against
 // the host's stable sort of each group of four runs before it is timed; WRONG marks a mismatch.
 // Prints device time (CUDA events, median of warm repeats), the quad's partition launches alone,
 // and the % of a cudaMemcpy D2D of the keys (and values) measured in the same run.
@@ -10,12 +11,14 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/quad_sweep.cu -o /tmp/quad_sweep
 //   /tmp/quad_sweep [log2_total=27] [width=15: a log2 below 64] [repeats=10]
+//                   [mode=all: int32 | pairs | int64 | wide (8-byte keys + int32 positions)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -56,7 +59,8 @@ void make_data(Data<Bits, Value>& d, int64_t total, int64_t width) {
   std::mt19937_64 rng(7);
   for (int64_t i = 0; i < total; ++i) {
     if constexpr (kFloat) {
-      const float f = static_cast<float>(static_cast<int>(rng() % 100000) - 50000) * 0.5f;
+      using Float = std::conditional_t<sizeof(Bits) == 4, float, double>;
+      const Float f = static_cast<Float>(static_cast<int>(rng() % 100000) - 50000) * Float(0.5);
       std::memcpy(&d.keys[i], &f, sizeof(f));
     } else {
       d.keys[i] = static_cast<Bits>(rng());
@@ -65,9 +69,10 @@ void make_data(Data<Bits, Value>& d, int64_t total, int64_t width) {
   }
   auto less = [](Bits x, Bits y) {
     if constexpr (kFloat) {
-      float a, b;
-      std::memcpy(&a, &x, 4);
-      std::memcpy(&b, &y, 4);
+      using Float = std::conditional_t<sizeof(Bits) == 4, float, double>;
+      Float a, b;
+      std::memcpy(&a, &x, sizeof(Bits));
+      std::memcpy(&b, &y, sizeof(Bits));
       return a < b;
     } else {
       return static_cast<std::make_signed_t<Bits>>(x) < static_cast<std::make_signed_t<Bits>>(y);
@@ -201,8 +206,9 @@ void run_quad(const char* label, Data<typename Traits::Bits, Value>& d, int repe
 int main(int argc, char** argv) {
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
   const int64_t width_arg = argc > 2 ? std::atoll(argv[2]) : 15;  // < 64: a log2
-
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 10;
+  const std::string mode = argc > 4 ? argv[4] : "all";  // all | int32 | pairs | int64 | wide
+  auto runs = [&](const char* m) { return mode == "all" || mode == m; };
   const int64_t total = int64_t{1} << log2_total;
   const int64_t width = width_arg < 64 ? int64_t{1} << width_arg : width_arg;
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
@@ -211,32 +217,29 @@ int main(int argc, char** argv) {
   std::printf("# quad_sweep on %s: 2^%d keys in runs of %lld, median of %d\n", prop.name,
               log2_total, static_cast<long long>(width), repeats);
   using jmp::PayloadKind;
-  {
+  if (runs("int32")) {
     Data<uint32_t, uint8_t> d;
     make_data<uint32_t, uint8_t, false>(d, total, width);
     std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
     run_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 4>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 3>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 23, 3>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 25, 3>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 27, 3>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 29, 3>>("int32", d, repeats);
-    run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 31, 2>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("int32", d, repeats);
     free_data(d);
   }
-  {
+  if (runs("pairs")) {  // argsort's float32 keys with int32 positions
     Data<uint32_t, int32_t> d;
     make_data<uint32_t, int32_t, true>(d, total, width);
     run_two_way<jmp::F32Key, PayloadKind::kValue, int32_t>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 3>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 3>>("float32 + int32", d, repeats);
-    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 4>>("float32 + int32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 2>>("float32 + int32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 19, 2>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("float32 + int32", d, repeats);
     free_data(d);
   }
-  {
+  if (runs("int64")) {
     Data<uint64_t, uint8_t> d;
     make_data<uint64_t, uint8_t, false>(d, total / 2, width);
     run_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t>("int64 (half the keys)", d, repeats);
@@ -244,6 +247,28 @@ int main(int argc, char** argv) {
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 13, 4>>("int64 (half the keys)", d, repeats);
     free_data(d);
+  }
+  if (runs("wide")) {  // argsort's 8-byte keys with int32 positions (int64, then float64)
+    Data<uint64_t, int32_t> d;
+    make_data<uint64_t, int32_t, false>(d, total / 2, width);
+    const char* label = "int64 + int32 (half the keys)";
+    run_two_way<jmp::S64Key, PayloadKind::kValue, int32_t>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 3>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 4>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 9, 3>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 2>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 3>>(label, d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 2>>(label, d, repeats);
+    free_data(d);
+    Data<uint64_t, int32_t> f;
+    make_data<uint64_t, int32_t, true>(f, total / 2, width);
+    label = "float64 + int32 (half the keys)";
+    run_two_way<jmp::F64Key, PayloadKind::kValue, int32_t>(label, f, repeats);
+    run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 3>>(label, f, repeats);
+    run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>(label, f, repeats);
+    run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 3>>(label, f, repeats);
+    free_data(f);
   }
   return 0;
 }
