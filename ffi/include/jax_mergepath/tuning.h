@@ -262,6 +262,10 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // 62-64 registers, no spill); runs of 2^13 256 x 33 582 us. So 256 x 33 (2 blocks by its
 // register cap; 4 fit). quad_min_bytes measured again with it: at 128 MB a pass int32 quads
 // still lose (225-231 against 212-216 us, benchmarks/h100_quad_threshold_chunked.txt).
+// 8-byte keys with 4-byte positions (argsort of int64 / float64), half the keys of 2^27 in runs
+// of 2^15 (benchmarks/h100_quad_sweep_wide.txt): the two-way shape's 256 x 7 740 us (float64
+// 771), 256 x 9 726, 256 x 11 698-701 (float64 702), 256 x 13 733-738 us (at 2 or 3 blocks
+// alike); 2^24 keys in runs of 2^11: 265 / 257 / 271 us. So 256 x 11 at 3 blocks (63 registers).
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -278,6 +282,8 @@ constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
                     : keys_alone && key_bytes == 8 ? 17
                     : key_bytes == 4 && payload_bytes == 4
                         ? 15
+                    : key_bytes == 8 && payload_bytes == 4
+                        ? 11
                         : merge_shape(key_bytes, payload_bytes).items;
   const int threads = 256;
   return {threads, items, chunked ? 2 : 3, int64_t{threads - 1} * items};
