@@ -243,9 +243,11 @@ int main(int argc, char** argv) {
     Data<uint64_t, uint8_t> d;
     make_data<uint64_t, uint8_t, false>(d, total / 2, width);
     run_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t>("int64 (half the keys)", d, repeats);
-    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 15, 3>>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", d, repeats);
-    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 13, 4>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 3>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 2>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 3>>("int64 (half the keys)", d, repeats);
+    run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 23, 2>>("int64 (half the keys)", d, repeats);
     free_data(d);
   }
   if (runs("wide")) {  // argsort's 8-byte keys with int32 positions (int64, then float64)
