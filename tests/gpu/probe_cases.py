@@ -79,6 +79,13 @@ def case(name: str):
     if name == "argsort_i64":  # 8-byte keys with positions: wide block sort, quad passes
         x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
         return jax.jit(jmp.argsort), (x,), jnp.argsort(x, stable=True).astype(jnp.int32)
+    if name == "lexsort":  # the bench's lax_sort num_keys=2 at 2^24 (packed 64-bit keys)
+        n = 2**24
+        ops = (jax.random.randint(jax.random.key(31), (n,), 0, n // 16, jnp.int32),
+               jax.random.normal(jax.random.key(32), (n,), jnp.float32),
+               jax.random.randint(jax.random.key(33), (n,), -(2**30), 2**30, jnp.int32))
+        f = jax.jit(lambda *o: jmp.lax_sort(o, num_keys=2)[2])
+        return f, ops, jax.lax.sort(ops, num_keys=2)[2]
     if name == "search":  # searchsorted of 2^23 sorted queries in 2^23 sorted int32
         a, v = sorted_rows(1, 2**23, jnp.int32, 7)[0], sorted_rows(1, 2**23, jnp.int32, 8)[0]
         f = jax.jit(partial(jmp.searchsorted, sorted_v=True))
