@@ -3,8 +3,8 @@
 // then of 2 w), on one GPU, for several quad shapes (threads x items, min blocks), to choose
 // tuning.h's quad_shape. Input: 2^log2 keys in sorted runs of width w (int32 keys alone, float32
 // keys with int32 values: argsort's passes, int64 keys alone, int64 and float64 keys with int32
-// values). Every output is checked against
-// the host's stable sort of each group of four runs before it is timed; WRONG marks a mismatch.
+// values). Every output is checked against the host's stable sort of each group of four runs
+// before it is timed; WRONG marks a mismatch.
 // Prints device time (CUDA events, median of warm repeats), the quad's partition launches alone,
 // and the % of a cudaMemcpy D2D of the keys (and values) measured in the same run.
 //

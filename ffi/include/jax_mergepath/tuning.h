@@ -244,7 +244,7 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // ranges into shared memory (cp.async, one element a copy), merges them pairwise there, then the
 // two results, with (threads - 1) x items outputs (the first level pads X's outputs to whole
 // threads). Its partition costs more than two two-way ones (the split of a quad tile boundary:
-// ~60 key loads in ~55 dependent steps over two launches, one thread a boundary, about one wave
+// ~60 key loads, ~60 dependent steps over two launches, one thread a boundary, about one wave
 // whatever the size: ~75-85 us a pass at 2^25 keys, ~110 us at 2^27 on an H100), so quads pay
 // only on large sorts.
 // tests/gpu/quad_sweep.cu on an H100 (one quad pass against the two two-way passes it replaces;
