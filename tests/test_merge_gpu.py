@@ -25,6 +25,7 @@ from reference import (
     assert_bits_equal,
     dtype_id,
     random_keys,
+    ref_sort,
     sort_segments,
     sorted_keys,
 )
@@ -245,3 +246,33 @@ def test_gpu_subnormals_and_signed_zeros_parity():
         b = np.array([-tiny, -0.0, 0.0, tiny], np.float64).astype(dtype)
         _assert_same_on_cpu_and_gpu(lambda a, b: jmp.merge(a, b, return_indices=True), a, b)
         _assert_same_on_cpu_and_gpu(jmp.is_sorted, np.array([tiny, 0.0], np.float64).astype(dtype))
+
+
+# float32 / float64 tiles whose sorted ranges hold no NaN merge by plain FPU compares
+# (ordering.h PlainFloatCompare; the ranges' end keys tell), the others by the NaN-last order:
+# one merge mixes both kinds of tiles (NaNs only in A, only in B, in both, in neither; -0.0 and
+# +0.0 in the plain ones: ties that plain compares must keep stable), 1-D and as full rows (the
+# rows kernel keeps the NaN-last order), both directions, indices included, against the CPU bit
+# for bit.
+@pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=dtype_id)
+def test_cpu_gpu_bit_identical_nan_free_tiles(rng, dtype, descending):
+    def merge(a, b):
+        return jmp.merge(a, b, descending=descending, return_indices=True)
+
+    def with_zeros(x):  # "plain" keys with -0.0 back among the +0.0 (no NaN)
+        zeros = (x == 0) & (rng.random(x.shape) < 0.5)
+        return np.where(zeros, -0.0, x).astype(dtype)
+
+    def keys(shape, nans, density):
+        x = with_zeros(random_keys(rng, dtype, shape, "plain"))
+        if nans:
+            x[rng.random(shape) < density] = np.nan
+        return ref_sort(x, -1, descending)
+
+    for a_nans, b_nans in ((True, False), (False, True), (True, True), (False, False)):
+        n = 3 * 2**17 + 5
+        _assert_same_on_cpu_and_gpu(merge, keys((n,), a_nans, 0.01), keys((n - 7,), b_nans, 0.01))
+        # Rows: about half of them hold a NaN.
+        rows_a, rows_b = keys((300, 400), a_nans, 1 / 600), keys((300, 301), b_nans, 1 / 450)
+        _assert_same_on_cpu_and_gpu(merge, rows_a, rows_b)

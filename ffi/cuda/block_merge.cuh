@@ -24,6 +24,26 @@ struct Segment : StagedSegment {
   int a_src_base, b_src_base;
 };
 
+// merge_full (merge_path.h) of staged sorted ranges, comparing as PlainFloatCompare when
+// `nan_free` (sorted_ranges_nan_free of the block's ranges: float32 / float64 tiles without a
+// NaN), else as KeyCompare. The block's threads agree on nan_free, so nothing diverges.
+template <int kCount, typename Traits, typename Emit, typename Started = IgnoreStart>
+__device__ __forceinline__ MergeEnd merge_full_sorted(bool nan_free,
+                                                      const typename Traits::Bits* keys,
+                                                      int a_loc, int m, int b_loc, int n, int diag,
+                                                      typename Traits::Bits flip, const Emit& emit,
+                                                      const Started& started = {}) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kFpuComparable<Traits>) {
+    if (nan_free) {
+      return merge_full_by<kCount>(keys, a_loc, m, b_loc, n, diag, 0,
+                                   PlainFloatCompare<Traits>(flip), emit, started);
+    }
+  }
+#endif
+  return merge_full<kCount, Traits>(keys, a_loc, m, b_loc, n, diag, 0, flip, emit, started);
+}
+
 // Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges places
 // them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
 template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>

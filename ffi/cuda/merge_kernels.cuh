@@ -205,8 +205,10 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   MergeEnd end;
   if (r.mv == r.a_count && r.nv == r.b_count) {
     int pos_reg[kItems];
-    end = merge_full<kItems, Traits>(
-        keys, locs.key_loc1, r.a_count, locs.key_loc2, r.b_count, p0, 0, flip,
+    const int loc[2] = {locs.key_loc1, locs.key_loc2}, n[2] = {r.a_count, r.b_count};
+    end = merge_full_sorted<kItems, Traits>(
+        sorted_ranges_nan_free<Traits>(keys, loc, n), keys, locs.key_loc1, r.a_count,
+        locs.key_loc2, r.b_count, p0, flip,
         [&](int c, Bits raw, int pos) {
           key_reg[c] = raw;
           pos_reg[c] = pos;

@@ -160,6 +160,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const int x_pad = (xn + kItems - 1) / kItems * kItems;  // Y's first-level outputs start here
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
   __syncthreads();
+  const bool nan_free = sorted_ranges_nan_free<Traits>(keys, loc, count);  // (both levels)
 
   // First level: X's outputs [0, xn) by the threads below x_pad, Y's [x_pad, x_pad + yn).
   const bool in_x = p0 < x_pad;
@@ -172,11 +173,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     const int l1 = in_x ? loc[0] : loc[2], l2 = in_x ? loc[1] : loc[3];
     const int n1 = in_x ? count[0] : count[2], n2 = in_x ? count[1] : count[3];
     if (active) {
-      merge_full<kItems, Traits>(keys, l1, n1, l2, n2, diag, 0, flip,
-                                 [&](int c, Bits raw, int pos) {
-                                   key_reg[c] = raw;
-                                   src_reg[c] = pos;  // values sit at their keys' slots
-                                 });
+      merge_full_sorted<kItems, Traits>(nan_free, keys, l1, n1, l2, n2, diag, flip,
+                                        [&](int c, Bits raw, int pos) {
+                                          key_reg[c] = raw;
+                                          src_reg[c] = pos;  // values sit at their keys' slots
+                                        });
     }
   }
   __syncthreads();  // every first-level read is done: its outputs go in place
@@ -193,13 +194,13 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   int32_t index_reg[kItems];
   clear_outputs(key_reg, src_reg, index_reg);
   if (p0 < total) {
-    merge_full<kItems, Traits>(keys, 0, xn, x_pad, yn, p0, 0, flip,
-                               [&](int c, Bits raw, int pos) {
-                                 key_reg[c] = raw;
-                                 if constexpr (kValues) {
-                                   src_reg[c] = p0 + c < total ? int{shared.src[pos]} : 0;
-                                 }
-                               });
+    merge_full_sorted<kItems, Traits>(nan_free, keys, 0, xn, x_pad, yn, p0, flip,
+                                      [&](int c, Bits raw, int pos) {
+                                        key_reg[c] = raw;
+                                        if constexpr (kValues) {
+                                          src_reg[c] = p0 + c < total ? int{shared.src[pos]} : 0;
+                                        }
+                                      });
   }
   __syncthreads();  // every read of the first level's outputs is done: `stage` is free
   store_tile_outputs(shared, key_reg, src_reg, index_reg,

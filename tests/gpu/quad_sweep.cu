@@ -11,7 +11,8 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/quad_sweep.cu -o /tmp/quad_sweep
 //   /tmp/quad_sweep [log2_total=27] [width=15: a log2 below 64] [repeats=10]
-//                   [mode=all: int32 | pairs | int64 | wide (8-byte keys + int32 positions)]
+//                   [mode=all: int32 | pairs (4-byte keys + int32 positions) | float32 | int64 |
+//                    wide (8-byte keys + int32 positions)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
   const int64_t width_arg = argc > 2 ? std::atoll(argv[2]) : 15;  // < 64: a log2
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 10;
-  const std::string mode = argc > 4 ? argv[4] : "all";  // all | int32 | pairs | int64 | wide
+  const std::string mode = argc > 4 ? argv[4] : "all";
   auto runs = [&](const char* m) { return mode == "all" || mode == m; };
   const int64_t total = int64_t{1} << log2_total;
   const int64_t width = width_arg < 64 ? int64_t{1} << width_arg : width_arg;
@@ -237,6 +238,19 @@ int main(int argc, char** argv) {
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 2>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 19, 2>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("float32 + int32", d, repeats);
+    free_data(d);
+    Data<uint32_t, int32_t> i;  // argsort's int32 keys with int32 positions (the same shape)
+    make_data<uint32_t, int32_t, false>(i, total, width);
+    run_two_way<jmp::S32Key, PayloadKind::kValue, int32_t>("int32 + int32", i, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 3>>("int32 + int32", i, repeats);
+    run_quad<jmp::S32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("int32 + int32", i, repeats);
+    free_data(i);
+  }
+  if (runs("float32")) {  // float32 keys alone (sort's passes: the int32 shape)
+    Data<uint32_t, uint8_t> d;
+    make_data<uint32_t, uint8_t, true>(d, total, width);
+    run_two_way<jmp::F32Key, PayloadKind::kNone, uint8_t>("float32", d, repeats);
+    run_quad<jmp::F32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("float32", d, repeats);
     free_data(d);
   }
   if (runs("int64")) {

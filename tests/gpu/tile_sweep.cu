@@ -10,6 +10,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        tests/gpu/tile_sweep.cu -o /tmp/tile_sweep
 //   /tmp/tile_sweep [log2_total=27] [repeats=20] [only=-1: the variant number to run, for ncu]
+//                   [time: time `only` like the full sweep does, instead of one profiled call]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +122,7 @@ void free_inputs(Inputs& in) {
 }
 
 int g_variant = 0;
+bool g_profile = true;  // `only` runs one checked call (for ncu) unless argv[4] is "time"
 // A stream of its own (the legacy default stream would serialize what launch_merge overlaps).
 cudaStream_t g_stream = nullptr;
 
@@ -161,7 +163,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
     bad += static_cast<uint64_t>(got[k]) != in.expect_keys[k];
     if (kPayload == jmp::PayloadKind::kValue) bad += got_vals[k] != in.expect_vals[k];
   }
-  if (only >= 0) {  // profiling run: one checked call is all ncu needs
+  if (only >= 0 && g_profile) {  // profiling run: one checked call is all ncu needs
     std::printf("variant %d %s: %s\n", variant, label, bad ? "WRONG" : "ok");
     return;
   }
@@ -202,6 +204,7 @@ int main(int argc, char** argv) {
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
   const int only = argc > 3 ? std::atoi(argv[3]) : -1;
+  g_profile = !(argc > 4 && std::strcmp(argv[4], "time") == 0);
   const int64_t half = int64_t{1} << (log2_total - 1);
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

@@ -127,8 +127,43 @@ struct KeyCompare<Traits, true> {
     const bool x_nan = x != x, y_nan = y != y;
     return (x < y) | (descending ? x_nan & !y_nan : y_nan & !x_nan);
   }
+  // Whether a key is not a NaN (sorted_ranges_nan_free).
+  JMP_HD static bool not_nan(Bits raw) {
+    return static_cast<Bits>(raw & ~Traits::kSign) <= Traits::kInfBits;
+  }
+};
+
+// KeyCompare of float32 / float64 keys known to hold no NaN: the plain FPU `<`, one instruction
+// a comparison (-0 == +0 still). Merges take it for tiles whose ranges hold no NaN
+// (sorted_ranges_nan_free): nearly every tile of real data; the merge kernels are issue-bound.
+template <typename Traits>
+struct PlainFloatCompare : KeyCompare<Traits> {
+  using Key = typename KeyCompare<Traits>::Key;
+  JMP_HD explicit PlainFloatCompare(typename Traits::Bits direction)
+      : KeyCompare<Traits>(direction) {}
+  JMP_HD bool before(Key x, Key y) const { return x < y; }
 };
 #endif
+
+// Whether the sorted ranges of keys[loc[r], loc[r] + count[r]) hold no NaN. A range sorted in
+// the SPEC's order holds its NaNs at one end (last ascending, first descending), so its two end
+// keys tell. Unsorted ranges may answer wrongly: their merge order is unspecified anyway (the
+// merges' chain checks still see broken spans). False for keys not compared by the FPU.
+template <typename Traits, int kRanges>
+JMP_HD bool sorted_ranges_nan_free(const typename Traits::Bits* keys, const int (&loc)[kRanges],
+                                   const int (&count)[kRanges]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kFpuComparable<Traits>) {
+    bool nan_free = true;
+    for (int r = 0; r < kRanges; ++r) {
+      nan_free &= count[r] == 0 || (KeyCompare<Traits>::not_nan(keys[loc[r]]) &&
+                                    KeyCompare<Traits>::not_nan(keys[loc[r] + count[r] - 1]));
+    }
+    return nan_free;
+  }
+#endif
+  return false;
+}
 
 // How the GPU block sort (and the CPU's keys-only block sort) holds a key: ONE register a key,
 // hold(raw) once per key loaded, before(x, y) iff x strictly precedes y in the directed order,

@@ -267,6 +267,11 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // of 2^15 (benchmarks/h100_quad_sweep_wide.txt): the two-way shape's 256 x 7 740 us (float64
 // 771), 256 x 9 726, 256 x 11 698-701 (float64 702), 256 x 13 733-738 us (at 2 or 3 blocks
 // alike); 2^24 keys in runs of 2^11: 265 / 257 / 271 us. So 256 x 11 at 3 blocks (63 registers).
+// 4-byte keys with 4-byte positions again once float32 tiles without NaN merged by plain
+// compares (ordering.h PlainFloatCompare), float32 + int32 2^27 in runs of 2^15, two rounds
+// (benchmarks/h100_h200_plain_float_ab.txt): 256 x 15 at 3 blocks 967-968 us on an H100, 934-940
+// on an H200; 256 x 13 at 4 blocks 957-958 / 917 us (the NaN-last compares: 982-991 / 956-961).
+// So 256 x 13 at 4 blocks.
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -279,15 +284,15 @@ constexpr int64_t quad_min_bytes(int element_bytes) {
 constexpr QuadShape quad_shape(int key_bytes, int payload_bytes) {
   const bool keys_alone = payload_bytes == 0;
   const bool chunked = keys_alone && key_bytes <= 4;
+  const bool pairs4 = key_bytes == 4 && payload_bytes == 4;
   const int items = chunked                        ? 33
                     : keys_alone && key_bytes == 8 ? 17
-                    : key_bytes == 4 && payload_bytes == 4
-                        ? 15
+                    : pairs4                       ? 13
                     : key_bytes == 8 && payload_bytes == 4
                         ? 11
                         : merge_shape(key_bytes, payload_bytes).items;
   const int threads = 256;
-  return {threads, items, chunked ? 2 : 3, int64_t{threads - 1} * items};
+  return {threads, items, chunked ? 2 : pairs4 ? 4 : 3, int64_t{threads - 1} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
