@@ -241,9 +241,7 @@ struct HeldKey<Traits, true> : KeyCompare<Traits> {
   }
   JMP_HD Key key(Key k) const { return k; }
   // Whether a key keeps its ties identical among plain floats (PlainHeldKey): not NaN, not -0.0.
-  JMP_HD static bool plain(Bits raw) {
-    return static_cast<Bits>(raw & ~Traits::kSign) <= Traits::kInfBits && raw != Traits::kSign;
-  }
+  JMP_HD static bool plain(Bits raw) { return Base::not_nan(raw) && raw != Traits::kSign; }
 };
 #endif
 
