@@ -1,8 +1,10 @@
 // merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
 // enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
 // on `stream`: for rows no longer than a tile the rows kernel (full rows) or the packed kernel
-// (ragged rows), else the partition pass and the tiled kernel. No allocation, no host sync: the
-// partition workspace is the caller's merge_workspace_elements() int32 (tuning.h). Used by
+// (ragged rows), else the partition pass and the tiled kernel (small batches without order
+// checks: the tiled kernel alone, its blocks searching their own splits, tuning.h
+// merge_splits_in_tiles). No allocation, no host sync: the partition workspace is the caller's
+// merge_workspace_elements() int32 (tuning.h). Used by
 // merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
 #pragma once
 
@@ -81,15 +83,18 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   }
   const TileMap map = tile_map(layout, kTile);
   if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
-      err != cudaSuccess) {
-    return err;
+  const bool self_split = merge_splits_in_tiles(layout, kPayload, map);
+  if (!self_split) {
+    if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
+        err != cudaSuccess) {
+      return err;
+    }
   }
   const int32_t* chain_flags =
       merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
   auto* kernel = merge_tiled_kernel<Traits, kPayload, Value, Policy>;
   return launch_kernel(kernel, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
-                       workspace, flip, map, chain_flags);
+                       self_split ? nullptr : workspace, flip, map, chain_flags);
 }
 
 // The runtime payload of a merge call -> launch_merge's template (values move as raw bits).

@@ -29,9 +29,28 @@
 #include "jax_mergepath/merge_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
+#include "partition.cuh"
 #include "tile_io.cuh"
 
 namespace jax_mergepath {
+
+// Where tile `tile_id` of the batch lies: its merge, that merge's geometry, and the tile's two
+// boundary diagonals.
+struct TileSpot {
+  int64_t merge, t, k0, k1;
+  RowGeometry g;
+};
+
+__device__ __forceinline__ TileSpot tile_spot(const MergeLayout& layout, int64_t tile_id,
+                                              const TileMap& map) {
+  // Both fit 32 bits (the launch checks tiles < 2^31): a 32-bit division is ~5x cheaper.
+  const uint32_t merge32 =
+      static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
+  const int64_t merge = merge32, t = tile_id - int64_t{merge32} * map.tiles_per_merge;
+  const RowGeometry g = row_geometry(layout, merge);
+  const int64_t length = g.m + g.n;
+  return {merge, t, tile_diagonal(t, map.tile, length), tile_diagonal(t + 1, map.tile, length), g};
+}
 
 // The ranges of tile `tile_id` of the batch, from the partition pass's splits (a_first: from
 // co_rank_upper's instead, min(k, m): all of A, then B, splits that chain up whatever the input,
@@ -39,16 +58,33 @@ namespace jax_mergepath {
 __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
                                                      const int32_t* splits, int64_t tile_id,
                                                      const TileMap& map, bool a_first = false) {
-  // Both fit 32 bits (the launch checks tiles < 2^31): a 32-bit division is ~5x cheaper.
-  const uint32_t merge32 =
-      static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
-  const int64_t merge = merge32, t = tile_id - int64_t{merge32} * map.tiles_per_merge;
-  const RowGeometry g = row_geometry(layout, merge);
-  const int64_t length = g.m + g.n;
-  const int64_t k0 = tile_diagonal(t, map.tile, length), k1 = tile_diagonal(t + 1, map.tile, length);
-  const int32_t* merge_splits = splits + merge * (map.tiles_per_merge + 1);
-  return tile_ranges(g, k0, k1, a_first ? co_rank_upper(k0, g.m) : merge_splits[t],
-                     a_first ? co_rank_upper(k1, g.m) : merge_splits[t + 1]);
+  const TileSpot s = tile_spot(layout, tile_id, map);
+  const int32_t* merge_splits = splits + s.merge * (map.tiles_per_merge + 1);
+  return tile_ranges(s.g, s.k0, s.k1, a_first ? co_rank_upper(s.k0, s.g.m) : merge_splits[s.t],
+                     a_first ? co_rank_upper(s.k1, s.g.m) : merge_splits[s.t + 1]);
+}
+
+// The ranges of tile `tile_id` with its two splits searched by the block itself (no partition
+// pass: tuning.h merge_splits_in_tiles): warps 0 and 1 find the start and end splits
+// (partition.cuh warp_split), exactly the partition pass's. Every thread of the block calls it
+// (a barrier inside); `found` is shared.
+template <typename Traits>
+__device__ __forceinline__ TileRanges tile_ranges_searched(const MergeCall& call,
+                                                           typename Traits::Bits flip,
+                                                           int64_t tile_id, const TileMap& map,
+                                                           int32_t (&found)[2]) {
+  using Bits = typename Traits::Bits;
+  const TileSpot s = tile_spot(call.layout, tile_id, map);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  if (warp < 2) {
+    const Bits* a_all = static_cast<const Bits*>(call.a);
+    const Bits* b_all =
+        static_cast<const Bits*>(call.layout.mode == RowMode::kSeparate ? call.b : call.a);
+    const int64_t split = warp_split<Traits>(s.g, a_all, b_all, flip, warp == 0 ? s.k0 : s.k1);
+    if ((threadIdx.x & 31) == 0) found[warp] = static_cast<int32_t>(split);
+  }
+  __syncthreads();
+  return tile_ranges(s.g, s.k0, s.k1, found[0], found[1]);
 }
 
 // True iff a partition block of the merge holding tile `tile_id` flagged splits that do not
@@ -168,8 +204,10 @@ __device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int 
 
 // One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
 // tail inside them (every tile of a full-length merge) take the branch-free thread merge.
-// chain_flags: the partition's (merge_checks_order), else null (no check: a sort pass's runs,
-// searchsorted's ranks). Returns true iff the merge's partition splits do not chain up.
+// splits: the partition pass's, or null when the block searches its own (tuning.h
+// merge_splits_in_tiles). chain_flags: the partition's (merge_checks_order), else null (no
+// check: a sort pass's runs, searchsorted's ranks). Returns true iff the merge's partition
+// splits do not chain up.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t* splits,
                                             typename Traits::Bits flip, const TileMap& map,
@@ -179,6 +217,7 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   constexpr bool kRanks = is_ranks(kPayload);
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
   __shared__ SpanChain<kThreads> chain;
+  __shared__ int32_t found_splits[2];
   Bits* keys = shared.keys();
   const bool separate = call.layout.mode == RowMode::kSeparate;
   const Bits* a_all = static_cast<const Bits*>(call.a);
@@ -186,7 +225,9 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   const Value* va_all = static_cast<const Value*>(call.a_values);
   const Value* vb_all = static_cast<const Value*>(separate ? call.b_values : call.a_values);
   if (row_done_of_tile(call.layout, blockIdx.x, map)) return false;
-  const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map);
+  const TileRanges r =
+      splits != nullptr ? tile_ranges_of(call.layout, splits, blockIdx.x, map)
+                        : tile_ranges_searched<Traits>(call, flip, blockIdx.x, map, found_splits);
   const int count = r.a_count + r.b_count;
   if (count == 0) return false;  // a spare tile of a short run pair
   const bool checked = !kRanks && chain_flags != nullptr;  // (uniform)

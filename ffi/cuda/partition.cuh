@@ -9,6 +9,8 @@
 //     power-of-two grid (the CPU's anchor search): the pass is bound by random DRAM reads, and
 //     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
 //     and slower on an H200, NOTES.md: a 4-ary search, and sampled ranks + a window search.)
+// (Small batches without order checks skip this pass: tuning.h merge_splits_in_tiles; their tile
+// blocks call warp_split themselves.)
 // Consecutive blocks share one boundary (both write the same split), so a block holds both
 // splits of every boundary pair it starts. With `chain_flags` (merge_checks_order), block b
 // writes chain_flags[b] = 1 iff one of those pairs does not chain up (clamp_split_end would move
@@ -58,7 +60,21 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   return lo;
 }
 
-// One warp (kWarpSearch: warp_co_rank) or one thread (grid_co_rank_search) per tile boundary;
+// The split of diagonal k of merge g (its rows at g.a_offset / g.b_offset of a_all / b_all) by
+// the calling warp: warp_co_rank on keys read from global memory. All lanes return it.
+template <typename Traits>
+__device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
+                                              const typename Traits::Bits* a_all,
+                                              const typename Traits::Bits* b_all,
+                                              typename Traits::Bits flip, int64_t k) {
+  const typename Traits::Bits* a = a_all + g.a_offset;
+  const typename Traits::Bits* b = b_all + g.b_offset;
+  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
+  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
+  return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+}
+
+// One warp (kWarpSearch: warp_split) or one thread (grid_co_rank_search) per tile boundary;
 // block b takes boundaries [b * (per_block - 1), b * (per_block - 1) + per_block).
 template <typename Traits, bool kWarpSearch>
 __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
@@ -77,15 +93,15 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
   int64_t k = 0;
   if (in_range) {
     g = row_geometry(layout, merge);
-    const Bits* a = a_all + g.a_offset;
-    const Bits* b = b_all + g.b_offset;
-    auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
-    auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
     k = tile_diagonal(t, map.tile, g.m + g.n);
     int64_t split;
     if constexpr (kWarpSearch) {
-      split = warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+      split = warp_split<Traits>(g, a_all, b_all, flip, k);
     } else {
+      const Bits* a = a_all + g.a_offset;
+      const Bits* b = b_all + g.b_offset;
+      auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
+      auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
       split = grid_co_rank_search(
           co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
           [&](int64_t i) { return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b); });

@@ -154,6 +154,20 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
   return layout.mode != RowMode::kRunPairs && !is_ranks(payload);
 }
 
+// A tiled merge batch of at most kSelfSplitMaxTiles tiles whose splits need no order check (a
+// sort pass's run pairs, searchsorted's ranks) launches no partition pass: each tile's block
+// searches its own two splits (two warps, partition.cuh warp_split) before its loads. A grid of
+// one wave (132 SMs x 8 blocks on an H100 / H200) pays that search's latency once, as the
+// partition pass would, and saves a kernel (its launch, its run, the gap after it): small sorts
+// are bound by their count of kernels (NOTES.md). Larger grids would pay it wave after wave
+// (NOTES.md, chained tiles), and checked merges need the partition's chain flags.
+inline constexpr int64_t kSelfSplitMaxTiles = 1024;
+
+constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payload,
+                                     const TileMap& map) {
+  return !merge_checks_order(layout, payload) && map.tiles() <= kSelfSplitMaxTiles;
+}
+
 // int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
 // the splits, (tiles + 1) per merge, then (merge_checks_order) one chain flag a partition block.
 constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
