@@ -66,20 +66,16 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
 
 // The ranges of tile `tile_id` with its two splits searched by the block itself (no partition
 // pass: tuning.h merge_splits_in_tiles): warps 0 and 1 find the start and end splits
-// (partition.cuh warp_split), exactly the partition pass's. Every thread of the block calls it
-// (a barrier inside); `found` is shared.
+// (partition.cuh warp_split), exactly the partition pass's. a_all / b_all: the batch's A and B
+// keys. Every thread of the block calls it (a barrier inside); `found` is shared.
 template <typename Traits>
-__device__ __forceinline__ TileRanges tile_ranges_searched(const MergeCall& call,
-                                                           typename Traits::Bits flip,
-                                                           int64_t tile_id, const TileMap& map,
-                                                           int32_t (&found)[2]) {
-  using Bits = typename Traits::Bits;
-  const TileSpot s = tile_spot(call.layout, tile_id, map);
+__device__ __forceinline__ TileRanges tile_ranges_searched(
+    const MergeLayout& layout, const typename Traits::Bits* a_all,
+    const typename Traits::Bits* b_all, typename Traits::Bits flip, int64_t tile_id,
+    const TileMap& map, int32_t (&found)[2]) {
+  const TileSpot s = tile_spot(layout, tile_id, map);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   if (warp < 2) {
-    const Bits* a_all = static_cast<const Bits*>(call.a);
-    const Bits* b_all =
-        static_cast<const Bits*>(call.layout.mode == RowMode::kSeparate ? call.b : call.a);
     const int64_t split = warp_split<Traits>(s.g, a_all, b_all, flip, warp == 0 ? s.k0 : s.k1);
     if ((threadIdx.x & 31) == 0) found[warp] = static_cast<int32_t>(split);
   }
@@ -227,7 +223,8 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   if (row_done_of_tile(call.layout, blockIdx.x, map)) return false;
   const TileRanges r =
       splits != nullptr ? tile_ranges_of(call.layout, splits, blockIdx.x, map)
-                        : tile_ranges_searched<Traits>(call, flip, blockIdx.x, map, found_splits);
+                        : tile_ranges_searched<Traits>(call.layout, a_all, b_all, flip,
+                                                       blockIdx.x, map, found_splits);
   const int count = r.a_count + r.b_count;
   if (count == 0) return false;  // a spare tile of a short run pair
   const bool checked = !kRanks && chain_flags != nullptr;  // (uniform)
