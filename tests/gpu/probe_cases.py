@@ -9,8 +9,8 @@ Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap409
 (searchsorted of 2^23 sorted queries in 2^23 sorted int32), rows64 / rows512 / rows4096 (2^26 int32
 sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
 an XLA kernel of a merge's bytes), plus1_small (x + 1 of 1024 int32: the dispatch floor),
-sort_i32_20 (int32 2^20 random), stream / stream_jnp (examples/sorted_stream.py --size gpu,
-one scan of 32 steps, jax_mergepath / jnp only).
+sort_i32_20 (int32 2^20 random), is_sorted_20 (is_sorted of int32 2^20 random), stream /
+stream_jnp (examples/sorted_stream.py --size gpu, one scan of 32 steps, jax_mergepath / jnp only).
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ def case(name: str):
     if name == "sort_i32_20":  # a small sort: host work and launches weigh most
         x = jax.random.randint(jax.random.key(4), (2**20,), -(2**30), 2**30, jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
+    if name == "is_sorted_20":  # the check every sort with passes runs first (random keys)
+        x = jax.random.randint(jax.random.key(4), (2**20,), -(2**30), 2**30, jnp.int32)
+        return jax.jit(jmp.is_sorted), (x,), jnp.all(x[1:] >= x[:-1])
     if name.startswith("rows"):  # a row sort: 2^26 int32 as rows of d
         d = int(name[4:])
         x = jax.random.randint(jax.random.key(5), (2**26 // d, d), -(2**30), 2**30, jnp.int32)
