@@ -5,11 +5,11 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
 4096+4096), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted
-(int32 2^27 already sorted), sort_i32 / sort_i64 / argsort_i64 (2^27 random), search
-(searchsorted of 2^23 sorted queries in 2^23 sorted int32), rows64 / rows512 / rows4096 (2^26 int32
-sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
-an XLA kernel of a merge's bytes), plus1_small (x + 1 of 1024 int32: the dispatch floor),
-sort_i32_20 (int32 2^20 random), is_sorted_20 (is_sorted of int32 2^20 random), stream /
+(int32 2^27 already sorted), sort_i32 / sort_i64 / argsort_i64 (2^27 random), sort_i32_N (int32
+2^N random, e.g. sort_i32_20), search (searchsorted of 2^23 sorted queries in 2^23 sorted
+int32; search_N: 2^N in 2^N), rows64 / rows512 / rows4096 (2^26 int32 sorted as rows of that
+length), plus1_f32 (x + 1 of 2^27 float32: an XLA kernel of a merge's bytes), plus1_small (x + 1
+of 1024 int32: the dispatch floor), is_sorted_20 (is_sorted of int32 2^20 random), stream /
 stream_jnp (examples/sorted_stream.py --size gpu, one scan of 32 steps, jax_mergepath / jnp only).
 """
 
@@ -67,8 +67,10 @@ def case(name: str):
     if name == "plus1_small":  # the dispatch floor: a jitted call with almost no GPU work
         x = jnp.arange(1024, dtype=jnp.int32)
         return jax.jit(lambda v: v + 1), (x,), x + 1
-    if name == "sort_i32_20":  # a small sort: host work and launches weigh most
-        x = jax.random.randint(jax.random.key(4), (2**20,), -(2**30), 2**30, jnp.int32)
+    if name.startswith("sort_i32_"):  # a sort of 2^N random int32 (sort_i32_20: host work and
+        # launches weigh most)
+        x = jax.random.randint(jax.random.key(4), (2 ** int(name[9:]),), -(2**30), 2**30,
+                               jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
     if name == "is_sorted_20":  # the check every sort with passes runs first (random keys)
         x = jax.random.randint(jax.random.key(4), (2**20,), -(2**30), 2**30, jnp.int32)
@@ -96,8 +98,9 @@ def case(name: str):
                jax.random.randint(jax.random.key(33), (n,), -(2**30), 2**30, jnp.int32))
         f = jax.jit(lambda *o: jmp.lax_sort(o, num_keys=2)[2])
         return f, ops, jax.lax.sort(ops, num_keys=2)[2]
-    if name == "search":  # searchsorted of 2^23 sorted queries in 2^23 sorted int32
-        a, v = sorted_rows(1, 2**23, jnp.int32, 7)[0], sorted_rows(1, 2**23, jnp.int32, 8)[0]
+    if name.startswith("search"):  # searchsorted of 2^N (search: 2^23) sorted queries in 2^N
+        n = 2 ** int(name[7:] or 23)  # sorted int32 (search_N)
+        a, v = sorted_rows(1, n, jnp.int32, 7)[0], sorted_rows(1, n, jnp.int32, 8)[0]
         f = jax.jit(partial(jmp.searchsorted, sorted_v=True))
         return f, (a, v), jnp.searchsorted(a, v).astype(jnp.int32)
     raise SystemExit(f"unknown case {name}")

@@ -156,12 +156,14 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
 
 // A tiled merge batch of at most kSelfSplitMaxTiles tiles whose splits need no order check (a
 // sort pass's run pairs, searchsorted's ranks) launches no partition pass: each tile's block
-// searches its own two splits (two warps, partition.cuh warp_split) before its loads. A grid of
-// one wave (132 SMs x 8 blocks on an H100 / H200) pays that search's latency once, as the
-// partition pass would, and saves a kernel (its launch, its run, the gap after it): small sorts
-// are bound by their count of kernels (NOTES.md). Larger grids would pay it wave after wave
-// (NOTES.md, chained tiles), and checked merges need the partition's chain flags.
-inline constexpr int64_t kSelfSplitMaxTiles = 1024;
+// searches its own two splits (two warps, partition.cuh warp_split) before its loads, and the
+// call saves a kernel (its launch, its run, the gap after it): small sorts are bound by their
+// count of kernels (NOTES.md). A grid of a few waves (132 SMs x 6-8 blocks on an H100 / H200)
+// pays the search's latency a wave, no more than the partition pass costs: measured on an H100
+// (NOTES.md), 1024 -> 4096 took a 2^24 int32 sort (3450 tiles a pass) from 974 to 918 us and
+// 2^23 (1725) from 478 to 469; 16384 made searchsorted of 2^23 (4369 tiles) 2-3% and of 2^24
+// (8738) 17% slower. Checked merges need the partition's chain flags.
+inline constexpr int64_t kSelfSplitMaxTiles = 4096;
 
 constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payload,
                                      const TileMap& map) {
