@@ -203,6 +203,28 @@ def test_cpu_gpu_bit_identical(rng, dtype, descending):
     _assert_same_on_cpu_and_gpu(issorted, rows)
 
 
+@pytest.mark.parametrize("d", [2, 3, 5, 16, 17, 33])
+def test_is_sorted_rows_across_chunks(rng, d):
+    """The GPU checks the flattened rows in chunks of 16 keys (search_kernels.cu), a thread
+    clearing each row's flag once: rows shorter than a chunk, rows ending inside one, and one
+    out-of-order pair anywhere in a row (its first, its last) flag exactly that row; sorted rows
+    stay sorted although every row's last key exceeds the next row's first."""
+    rows = 301
+    x = np.stack([np.sort(rng.choice(10**6, d, replace=False)) - r * 10**6 for r in range(rows)])
+    x = x.astype(np.int32)
+    broken = rng.random(rows) < 0.4
+    broken[:2] = True
+    for r in np.flatnonzero(broken):
+        p = 0 if r == 0 else (d - 2 if r == 1 else int(rng.integers(0, d - 1)))
+        x[r, p], x[r, p + 1] = x[r, p + 1], x[r, p]
+    got = _run_on(jax.devices("gpu")[0], jmp.is_sorted, x)
+    np.testing.assert_array_equal(got, ~broken)
+    _assert_same_on_cpu_and_gpu(jmp.is_sorted, x)
+    x_desc = x[:, ::-1].copy()  # the same rows read the other way
+    got = _run_on(jax.devices("gpu")[0], lambda v: jmp.is_sorted(v, descending=True), x_desc)
+    np.testing.assert_array_equal(got, ~broken)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.int64], ids=dtype_id)
 def test_cpu_gpu_bit_identical_many_boundaries(rng, dtype):
     """More than 4096 tile boundaries (tuning.h kWarpSearchMaxBoundaries: 3072): the GPU

@@ -83,7 +83,7 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   }
   const TileMap map = tile_map(layout, kTile);
   if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  const bool self_split = merge_splits_in_tiles(layout, kPayload, map);
+  const bool self_split = merge_splits_in_tiles(layout, kPayload, map, Policy::kMinBlocks);
   if (!self_split) {
     if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
         err != cudaSuccess) {

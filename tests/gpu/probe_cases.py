@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -67,9 +68,9 @@ def case(name: str):
     if name == "plus1_small":  # the dispatch floor: a jitted call with almost no GPU work
         x = jnp.arange(1024, dtype=jnp.int32)
         return jax.jit(lambda v: v + 1), (x,), x + 1
-    if name.startswith("sort_i32_"):  # a sort of 2^N random int32 (sort_i32_20: host work and
-        # launches weigh most)
-        x = jax.random.randint(jax.random.key(4), (2 ** int(name[9:]),), -(2**30), 2**30,
+    if sized := re.fullmatch(r"sort_i32_(\d+)", name):  # a sort of 2^N random int32
+        # (sort_i32_20: host work and launches weigh most)
+        x = jax.random.randint(jax.random.key(4), (2 ** int(sized[1]),), -(2**30), 2**30,
                                jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
     if name == "is_sorted_20":  # the check every sort with passes runs first (random keys)
@@ -98,8 +99,8 @@ def case(name: str):
                jax.random.randint(jax.random.key(33), (n,), -(2**30), 2**30, jnp.int32))
         f = jax.jit(lambda *o: jmp.lax_sort(o, num_keys=2)[2])
         return f, ops, jax.lax.sort(ops, num_keys=2)[2]
-    if name.startswith("search"):  # searchsorted of 2^N (search: 2^23) sorted queries in 2^N
-        n = 2 ** int(name[7:] or 23)  # sorted int32 (search_N)
+    if sized := re.fullmatch(r"search(?:_(\d+))?", name):  # searchsorted of 2^N sorted queries
+        n = 2 ** int(sized[1] or 23)  # in 2^N sorted int32 (search: N = 23)
         a, v = sorted_rows(1, n, jnp.int32, 7)[0], sorted_rows(1, n, jnp.int32, 8)[0]
         f = jax.jit(partial(jmp.searchsorted, sorted_v=True))
         return f, (a, v), jnp.searchsorted(a, v).astype(jnp.int32)

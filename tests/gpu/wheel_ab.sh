@@ -8,24 +8,34 @@
 # Usage (repo root, GPU machine, old_tree/ carried): bash tests/gpu/wheel_ab.sh "CASE[:CALLS] ..."
 #   e.g. ROUNDS=2 bash tests/gpu/wheel_ab.sh "sort_i32_20:300 is_sorted_20:300 sort_i32:10"
 set -uo pipefail
-out="${OUT:-gpu-logs}"; mkdir -p "$out/whl"
+cases="${1:?usage: bash tests/gpu/wheel_ab.sh "CASE[:CALLS] ..."}"
+out="${OUT:-gpu-logs}"; mkdir -p "$out/whl"; out="$(cd "$out" && pwd)"
 repo="$(pwd)"
 old="$repo/${OLD_TREE:-old_tree}"
 [ -f "$old/pyproject.toml" ] || { echo "no old tree at $old"; exit 1; }
-build() {  # $1: source tree, $2: wheel folder
-  (cd "$1" && JMP_CUDA=ON python3 -m pip wheel -q --no-build-isolation --no-deps -w "$2" .)
+build() {  # $1: source tree, $2: wheel folder (emptied first)
+  rm -rf "$2" && mkdir -p "$2" &&
+    (cd "$1" && JMP_CUDA=ON python3 -m pip wheel -q --no-build-isolation --no-deps -w "$2" .)
 }
 build "$old" /tmp/wheel_old > "$out/build_old.log" 2>&1 &
-build "$repo" "$out/whl" > "$out/build_new.log" 2>&1 || { echo "NEW BUILD FAILED"; exit 1; }
-wait $! || { echo "OLD BUILD FAILED"; exit 1; }
+old_build=$!
+build "$repo" "$out/whl" > "$out/build_new.log" 2>&1 || { echo "NEW BUILD FAILED"; kill "$old_build"; exit 1; }
+wait "$old_build" || { echo "OLD BUILD FAILED"; exit 1; }
 cat CMakeLists.txt pyproject.toml $(find ffi jax_mergepath -type f -not -name "*.pyc" -not -name "*.so" | LC_ALL=C sort) \
   | sha1sum | cut -c1-40 > "$out/whl/SOURCE"
-cd tests  # import the installed package, not the source tree
+the_wheel() {  # the one wheel in folder $1
+  local found=("$1"/*.whl)
+  [ "${#found[@]}" = 1 ] && [ -f "${found[0]}" ] || { echo "not one wheel in $1" >&2; return 1; }
+  echo "${found[0]}"
+}
+old_wheel=$(the_wheel /tmp/wheel_old) && new_wheel=$(the_wheel "$out/whl") || exit 1
+cd tests  # as run_on_gpu.sh does
 for round in $(seq "${ROUNDS:-2}"); do
   for side in old new; do
-    wheel=$([ "$side" = old ] && ls /tmp/wheel_old/*.whl || ls "$out"/whl/*.whl)
-    python3 -m pip install -q --no-deps --force-reinstall "$wheel" > /dev/null
-    for spec in $1; do
+    if [ "$side" = old ]; then wheel="$old_wheel"; else wheel="$new_wheel"; fi
+    python3 -m pip install -q --no-deps --force-reinstall "$wheel" > /dev/null || {
+      echo "INSTALL FAILED: $wheel"; exit 1; }
+    for spec in $cases; do
       name="${spec%%:*}"; calls="${spec#*:}"; [ "$calls" = "$spec" ] && calls=100
       echo "round $round $side: $(python3 gpu/probe_cases.py "$name" --calls "$calls" 2>&1 | tail -1)"
     done

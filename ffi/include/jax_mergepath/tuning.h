@@ -154,20 +154,25 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
   return layout.mode != RowMode::kRunPairs && !is_ranks(payload);
 }
 
-// A tiled merge batch of at most kSelfSplitMaxTiles tiles whose splits need no order check (a
-// sort pass's run pairs, searchsorted's ranks) launches no partition pass: each tile's block
-// searches its own two splits (two warps, partition.cuh warp_split) before its loads, and the
-// call saves a kernel (its launch, its run, the gap after it): small sorts are bound by their
-// count of kernels (NOTES.md). A grid of a few waves (132 SMs x 6-8 blocks on an H100 / H200)
-// pays the search's latency a wave, no more than the partition pass costs: measured on an H100
-// (NOTES.md), 1024 -> 4096 took a 2^24 int32 sort (3450 tiles a pass) from 974 to 918 us and
-// 2^23 (1725) from 478 to 469; 16384 made searchsorted of 2^23 (4369 tiles) 2-3% and of 2^24
-// (8738) 17% slower. Checked merges need the partition's chain flags.
-inline constexpr int64_t kSelfSplitMaxTiles = 4096;
+// A tiled merge batch whose splits need no order check (a sort pass's run pairs, searchsorted's
+// ranks) and whose grid is a few waves launches no partition pass: each tile's block searches
+// its own two splits (two warps, partition.cuh warp_split) before its loads, and the call saves
+// a kernel (its launch, its run, the gap after it): small sorts are bound by their count of
+// kernels (NOTES.md). Each wave of blocks pays the search's latency, so the bound is in waves:
+// at most kSelfSplitMaxWaves waves of min_blocks blocks on kSelfSplitSms SMs (an H100 / H200),
+// or kSelfSplitMaxTiles tiles whatever the shape. Measured on an H100 (NOTES.md): int32 sort
+// passes (8 blocks an SM) of 1725 and 3450 tiles (~3.3 waves) gained 2% and 5.7% over the
+// partition pass; searchsorted's ranks (6 blocks) of 4369 tiles (~5.5 waves) lost 2-3%, of 8738
+// lost 17%. Checked merges need the partition's chain flags.
+inline constexpr int64_t kSelfSplitMaxTiles = 1024;
+inline constexpr int64_t kSelfSplitMaxWaves = 4;
+inline constexpr int64_t kSelfSplitSms = 132;
 
 constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payload,
-                                     const TileMap& map) {
-  return !merge_checks_order(layout, payload) && map.tiles() <= kSelfSplitMaxTiles;
+                                     const TileMap& map, int min_blocks) {
+  const int64_t waves = kSelfSplitMaxWaves * kSelfSplitSms * (min_blocks > 1 ? min_blocks : 1);
+  const int64_t most = waves > kSelfSplitMaxTiles ? waves : kSelfSplitMaxTiles;
+  return !merge_checks_order(layout, payload) && map.tiles() <= most;
 }
 
 // int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
