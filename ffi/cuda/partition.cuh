@@ -60,18 +60,31 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   return lo;
 }
 
-// The split of diagonal k of merge g (its rows at g.a_offset / g.b_offset of a_all / b_all) by
-// the calling warp: warp_co_rank on keys read from global memory. All lanes return it.
+// search(key_a, key_b) with the directed keys of merge g's A and B rows (at g.a_offset /
+// g.b_offset of a_all / b_all), read from global memory: the partition's searches and the
+// self-splitting tiles' share them.
+template <typename Traits, typename Search>
+__device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
+                                                   const typename Traits::Bits* a_all,
+                                                   const typename Traits::Bits* b_all,
+                                                   typename Traits::Bits flip,
+                                                   const Search& search) {
+  const typename Traits::Bits* a = a_all + g.a_offset;
+  const typename Traits::Bits* b = b_all + g.b_offset;
+  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
+  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
+  return search(key_a, key_b);
+}
+
+// The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
 template <typename Traits>
 __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
                                               const typename Traits::Bits* a_all,
                                               const typename Traits::Bits* b_all,
                                               typename Traits::Bits flip, int64_t k) {
-  const typename Traits::Bits* a = a_all + g.a_offset;
-  const typename Traits::Bits* b = b_all + g.b_offset;
-  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
-  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
-  return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+  return search_row_keys<Traits>(g, a_all, b_all, flip, [&](const auto& key_a, const auto& key_b) {
+    return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
+  });
 }
 
 // One warp (kWarpSearch: warp_split) or one thread (grid_co_rank_search) per tile boundary;
@@ -98,13 +111,12 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
     if constexpr (kWarpSearch) {
       split = warp_split<Traits>(g, a_all, b_all, flip, k);
     } else {
-      const Bits* a = a_all + g.a_offset;
-      const Bits* b = b_all + g.b_offset;
-      auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
-      auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
-      split = grid_co_rank_search(
-          co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
-          [&](int64_t i) { return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b); });
+      split = search_row_keys<Traits>(g, a_all, b_all, flip, [&](const auto& key_a,
+                                                                 const auto& key_b) {
+        return grid_co_rank_search(
+            co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
+            [&](int64_t i) { return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b); });
+      });
     }
     if (!kWarpSearch || (threadIdx.x & 31) == 0) {
       splits[id] = static_cast<int32_t>(split);

@@ -9,5 +9,4 @@ git clone -q "$repo" "$src/src"
 cd "$src/src"
 mkdir -p "$repo/.whl" && rm -f "$repo/.whl"/jax_mergepath-*.whl
 JMP_CUDA=ON "${PY312:?set PY312}" -m pip wheel --no-build-isolation --no-deps -w "$repo/.whl" .
-cat CMakeLists.txt pyproject.toml $(find ffi jax_mergepath -type f -not -name "*.pyc" -not -name "*.so" | LC_ALL=C sort) | sha1sum | cut -c1-40 \
-  > "$repo/.whl/SOURCE"
+bash tests/gpu/source_hash.sh > "$repo/.whl/SOURCE"

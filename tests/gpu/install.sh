@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # install.sh: installs jax_mergepath (CUDA on) on a GPU machine: the wheel carried in .whl/ when
-# it was built from these very sources (.whl/SOURCE holds the hash of ffi/, jax_mergepath/,
-# CMakeLists.txt and pyproject.toml at build time; tests/gpu/build_wheel.sh writes both), else a build here.
+# it was built from these very sources (.whl/SOURCE holds tests/gpu/source_hash.sh's hash at
+# build time; tests/gpu/build_wheel.sh and wheel_ab.sh write both), else a build here.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
-source_hash() { cat CMakeLists.txt pyproject.toml $(find ffi jax_mergepath -type f -not -name "*.pyc" -not -name "*.so" | LC_ALL=C sort) | sha1sum | cut -c1-40; }
 py_tag="cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"
 wheel=$(ls .whl/jax_mergepath-*-"$py_tag"-*.whl 2>/dev/null | head -1 || true)
-if [ -n "$wheel" ] && [ -f .whl/SOURCE ] && [ "$(cat .whl/SOURCE)" = "$(source_hash)" ]; then
+if [ -n "$wheel" ] && [ -f .whl/SOURCE ] && [ "$(cat .whl/SOURCE)" = "$(bash tests/gpu/source_hash.sh)" ]; then
   echo "installing the carried wheel $wheel"
   python3 -m pip install --no-deps --force-reinstall -q "$wheel"
 else

@@ -21,8 +21,7 @@ build "$old" /tmp/wheel_old > "$out/build_old.log" 2>&1 &
 old_build=$!
 build "$repo" "$out/whl" > "$out/build_new.log" 2>&1 || { echo "NEW BUILD FAILED"; kill "$old_build"; exit 1; }
 wait "$old_build" || { echo "OLD BUILD FAILED"; exit 1; }
-cat CMakeLists.txt pyproject.toml $(find ffi jax_mergepath -type f -not -name "*.pyc" -not -name "*.so" | LC_ALL=C sort) \
-  | sha1sum | cut -c1-40 > "$out/whl/SOURCE"
+bash tests/gpu/source_hash.sh > "$out/whl/SOURCE"
 the_wheel() {  # the one wheel in folder $1
   local found=("$1"/*.whl)
   [ "${#found[@]}" = 1 ] && [ -f "${found[0]}" ] || { echo "not one wheel in $1" >&2; return 1; }
