@@ -2,9 +2,9 @@
 # wheel_ab.sh: old / new on one GPU machine, whole package: builds the CUDA wheels of an old
 # tree (old_tree/, made here by `mkdir old_tree && git archive HEAD | tar -x -C old_tree` and
 # carried: the GPU machine's copy has no git history) and of the working tree (new) side by
-# side, then alternates them ROUNDS times (default 2) over probe_cases.py cases (each's time per
-# call of back-to-back calls), and leaves the new wheel and its .whl/SOURCE hash in $OUT/whl
-# (carry it as .whl to run the suite on it: install.sh).
+# side, then alternates them ROUNDS times (default 2) over probe_cases.py cases (each case's
+# best of three runs of back-to-back calls, time per call), and leaves the new wheel and its
+# .whl/SOURCE hash in $OUT/whl (carry it as .whl to run the suite on it: install.sh).
 # Usage (repo root, GPU machine, old_tree/ carried): bash tests/gpu/wheel_ab.sh "CASE[:CALLS] ..."
 #   e.g. ROUNDS=2 bash tests/gpu/wheel_ab.sh "sort_i32_20:300 is_sorted_20:300 sort_i32:10"
 set -uo pipefail
