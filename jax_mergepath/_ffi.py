@@ -115,7 +115,8 @@ def merge_workspace_per_row(
     splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags (one
     a partition block of at least 8 boundaries sharing one: at most B / 7 + 1 in all, so 2 B
     a row bounds both; a packed row needs 1 for the batch)."""
-    tile = int(_cpu.merge_tile(key_bytes, _payload_bytes(payload, value_bytes)))
+    threads, items, _ = _cpu.merge_shape_for(key_bytes, payload, value_bytes)
+    tile = int(threads) * int(items)  # tuning.h merge_tile_for
     return 2 * ((length + tile - 1) // tile + 1)
 
 

@@ -37,6 +37,7 @@ from sort_checks import (
 )
 
 import jax_mergepath as jmp
+from jax_mergepath import _cpu
 
 pytestmark = pytest.mark.requires_gpu
 
@@ -175,6 +176,27 @@ def test_gpu_lax_sort_and_searchsorted(rng):
     for side in ("left", "right"):
         check_searchsorted(a, v, side, what="gpu")
         check_searchsorted(a, ref_sort(v), side, what="gpu sorted")
+
+
+def test_gpu_searchsorted_around_the_ranks_tile(rng):
+    """sorted_v=True merges a with the queries on searchsorted's own tile (tuning.h
+    merge_shape_for, ranks payload): outputs around one and two tiles, rows packed into tiles,
+    one merge whose tiles split themselves (under merge_splits_in_tiles' bound) and one that
+    takes the partition pass (over it)."""
+    threads, items, min_blocks = _cpu.merge_shape_for(4, 4, 0)  # int32 keys, ranks of B
+    tile = threads * items
+    self_split_tiles = 4 * 132 * min_blocks  # tuning.h kSelfSplitMaxWaves * kSelfSplitSms
+    totals = (tile - 1, tile, tile + 1, 2 * tile + 1, (self_split_tiles - 7) * tile + 3,
+              (self_split_tiles + 300) * tile + 1)
+    for total in totals:
+        m = total // 2 + 1
+        a = ref_sort(random_keys(rng, np.int32, (m,), "few"))
+        v = sorted_queries(random_keys(rng, np.int32, (total - m,), "few"))
+        for side in ("left", "right"):
+            check_searchsorted(a, v, side, what=f"gpu {m} + {total - m}")
+    rows = random_keys(rng, np.int32, (300, tile // 5), "few")
+    v = sorted_queries(random_keys(rng, np.int32, (300, tile // 7), "few"), batch_ndim=1)
+    check_searchsorted(ref_sort(rows), v, "left", what="gpu rows")
 
 
 # --------------------------------------------------------------------------- CPU vs GPU parity

@@ -1,8 +1,9 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host (DESIGN: CPU
 # CI tests the index arithmetic the GPU depends on): the rows kernel's shape (tuning.h
-# merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key and
-# payload width; the quad pass's split search (merge_path.h quad_co_rank); and which block sort the
-# CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it leaves fewer passes).
+# merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key width and
+# payload kind (merge_shape_for); the quad pass's split search (merge_path.h quad_co_rank); and
+# which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it
+# leaves fewer passes).
 from __future__ import annotations
 
 import math
@@ -26,15 +27,18 @@ def _rows_fit(length: int, threads: int, items: int) -> bool:
     return items >= 3 and length <= threads * items - items and per_row <= threads
 
 
+# (payload kind, value bytes) of key_types.h PayloadKind: none, index, values of 1-8 bytes,
+# searchsorted's ranks of A and of B.
+PAYLOADS = [(0, 0), (1, 0), (2, 1), (2, 2), (2, 4), (2, 8), (3, 0), (4, 0)]
+
+
 @pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
-@pytest.mark.parametrize("payload_bytes", [0, 1, 2, 4, 8])
-def test_rows_kernel_shape(key_bytes, payload_bytes):
-    tile = _cpu.merge_tile(key_bytes, payload_bytes)
-    threads, tile_items = 256, tile // 256
-    assert threads * tile_items == tile
-    for length in range(1, tile + 1):
-        t, items, rows, per_row = _cpu.merge_rows_shape(key_bytes, payload_bytes, length)
-        assert t == threads, length
+@pytest.mark.parametrize(("payload", "value_bytes"), PAYLOADS, ids=str)
+def test_rows_kernel_shape(key_bytes, payload, value_bytes):
+    threads, tile_items, _ = _cpu.merge_shape_for(key_bytes, payload, value_bytes)
+    assert threads == 256
+    for length in range(1, threads * tile_items + 1):
+        items, rows, per_row = _cpu.merge_rows_shape(threads, tile_items, length)
         # the tile's items, or 2, 4 or 6 fewer (at least 3) when the rows still fit and a row's
         # thread group then steps through the fewest slots, >= 5% fewer than with the tile's
         better = [

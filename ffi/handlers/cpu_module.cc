@@ -93,6 +93,14 @@ NB_MODULE(_cpu, m) {
   });
   // The tuning table (tuning.h), for the Python workspace sizing and the tests' sizes.
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
+  m.def(
+      "merge_shape_for",
+      [](int key_bytes, int payload, int value_bytes) {
+        const jax_mergepath::MergeShape shape = jax_mergepath::merge_shape_for(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes);
+        return nb::make_tuple(shape.threads, shape.items, shape.min_blocks);
+      },
+      "(threads, items, min_blocks) of the CUDA merge of a key width and payload kind");
   m.def("sort_tile", &jax_mergepath::sort_tile, "keys per block-sort tile");
   m.def(
       "quad_tile",
@@ -110,17 +118,15 @@ NB_MODULE(_cpu, m) {
       "int32 elements of the CUDA merge's partition workspace (rows merging m with n)");
   m.def(
       "merge_rows_shape",
-      [](int key_bytes, int payload_bytes, int64_t row_length) {
-        const jax_mergepath::MergeShape shape =
-            jax_mergepath::merge_shape(key_bytes, payload_bytes);
-        const int items =
-            jax_mergepath::merge_rows_items(shape.threads, shape.items, row_length);
+      [](int threads, int tile_items, int64_t row_length) {
+        const int items = jax_mergepath::merge_rows_items(threads, tile_items, row_length);
         const jax_mergepath::RowsShape rows =
-            jax_mergepath::merge_rows_shape(shape.threads, items, row_length);
-        return nb::make_tuple(shape.threads, items, rows.rows_per_block, rows.threads_per_row);
+            jax_mergepath::merge_rows_shape(threads, items, row_length);
+        return nb::make_tuple(items, rows.rows_per_block, rows.threads_per_row);
       },
-      "(threads, items, rows_per_block, threads_per_row) of the CUDA rows kernel for full rows "
-      "of row_length outputs (items: merge_rows_items; rows_per_block 0: the rows do not fit)");
+      "(items, rows_per_block, threads_per_row) of the CUDA rows kernel of a merge shape "
+      "(threads, tile_items: merge_shape_for) for full rows of row_length outputs (items: "
+      "merge_rows_items; rows_per_block 0: the rows do not fit)");
   m.def(
       "quad_split",
       [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,

@@ -52,17 +52,30 @@ struct TilePolicy {
   static constexpr int64_t kTile = kTileT;
 };
 
-template <int kKeyBytes, int kPayloadBytes>
-struct MergePolicy : TilePolicy<merge_shape(kKeyBytes, kPayloadBytes).threads,
-                                merge_shape(kKeyBytes, kPayloadBytes).items,
-                                merge_shape(kKeyBytes, kPayloadBytes).min_blocks,
-                                merge_tile(kKeyBytes, kPayloadBytes)> {};
+// searchsorted's ranks merges (payload kRanksOfA / kRanksOfB, keys of up to 4 bytes): 256 x 27
+// at 4 blocks, 2-4% faster than the 4 + 4 byte shape they shared before (256 x 15 at 6) in
+// tests/gpu/search_sweep.cu on an H100, and searchsorted 2^23 in 2^23 / 2^24 in 2^24 70.3 /
+// 117.2 -> 68.0 / 111.9 us a call (wheel_ab.sh, NOTES.md). Other merges: merge_shape.
+constexpr MergeShape merge_shape_for(int key_bytes, PayloadKind payload, int value_bytes) {
+  if (is_ranks(payload) && key_bytes <= 4) return {256, 27, 4};
+  return merge_shape(key_bytes, payload_bytes(payload, value_bytes));
+}
+
+constexpr int64_t merge_tile_for(int key_bytes, PayloadKind payload, int value_bytes) {
+  const MergeShape shape = merge_shape_for(key_bytes, payload, value_bytes);
+  return int64_t{shape.threads} * shape.items;
+}
+
+template <int kKeyBytes, PayloadKind kPayload, int kValueBytes>
+struct MergePolicy : TilePolicy<merge_shape_for(kKeyBytes, kPayload, kValueBytes).threads,
+                                merge_shape_for(kKeyBytes, kPayload, kValueBytes).items,
+                                merge_shape_for(kKeyBytes, kPayload, kValueBytes).min_blocks,
+                                merge_tile_for(kKeyBytes, kPayload, kValueBytes)> {};
 
 // The merge policy of a key type and payload (Value: the payload's element type).
 template <typename Traits, PayloadKind kPayload, typename Value>
-using MergePolicyFor =
-    MergePolicy<int(sizeof(typename Traits::Bits)),
-                payload_bytes(kPayload, kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0)>;
+using MergePolicyFor = MergePolicy<int(sizeof(typename Traits::Bits)), kPayload,
+                                   kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0>;
 
 // Rows no longer than a tile are packed whole into tiles (no partition pass); longer merges are
 // cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
@@ -162,8 +175,8 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
 // at most kSelfSplitMaxWaves waves of min_blocks blocks on kSelfSplitSms SMs (an H100 / H200),
 // or kSelfSplitMaxTiles tiles whatever the shape. Measured on an H100 (NOTES.md): int32 sort
 // passes (8 blocks an SM) of 1725 and 3450 tiles (~3.3 waves) gained 2% and 5.7% over the
-// partition pass; searchsorted's ranks (6 blocks) of 4369 tiles (~5.5 waves) lost 2-3%, of 8738
-// lost 17%. Checked merges need the partition's chain flags.
+// partition pass; searchsorted's ranks (then 256 x 15 at 6 blocks) of 4369 tiles (~5.5 waves)
+// lost 2-3%, of 8738 lost 17%. Checked merges need the partition's chain flags.
 inline constexpr int64_t kSelfSplitMaxTiles = 1024;
 inline constexpr int64_t kSelfSplitMaxWaves = 4;
 inline constexpr int64_t kSelfSplitSms = 132;
@@ -179,7 +192,7 @@ constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payl
 // the splits, (tiles + 1) per merge, then (merge_checks_order) one chain flag a partition block.
 constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                            const MergeLayout& layout) {
-  const int64_t tile = merge_tile(key_bytes, payload_bytes(payload, value_bytes));
+  const int64_t tile = merge_tile_for(key_bytes, payload, value_bytes);
   if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
   const int64_t boundaries = tile_map(layout, tile).boundaries();
   return boundaries + (merge_checks_order(layout, payload) ? partition_blocks(boundaries) : 0);
