@@ -143,6 +143,41 @@ def test_sorted_v_agrees(rng, dtype, side):
     assert_bits_equal(jmp.searchsorted(A, V, side, sorted_v=True), want, "batched sorted_v")
 
 
+# A jitted sorted_v=True search whose output reuses a donated buffer of -7s (same shape and
+# dtype): a query the search never wrote keeps its -7 and shows as out of bounds.
+@functools.partial(jax.jit, static_argnums=2, donate_argnums=3)
+def _search_into_junk(a, v, side, junk):
+    del junk  # donated: XLA may place the output in its buffer
+    return jmp.searchsorted(a, v, side, sorted_v=True)
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("pattern", ["descending", "random", "sawtooth", "one_late"])
+def test_unsorted_v_with_sorted_v_stays_in_bounds(rng, side, pattern):
+    """sorted_v=True on queries that are NOT sorted: the result is unspecified but every
+    position is written and in [0, len(a)] (the docstring's promise), across one-tile sizes,
+    merges of many tiles (their partition splits need not chain up on such queries) and rows."""
+    for n, q in ((3000, 3000), (1 << 16, 1 << 16), (1000, 1 << 18), (1 << 20, 1 << 20)):
+        a = ref_sort(rng.integers(-1000, 1000, n).astype(np.int32))
+        if pattern == "descending":
+            v = -np.sort(-rng.integers(-1100, 1100, q)).astype(np.int32)
+        elif pattern == "random":
+            v = rng.integers(-1100, 1100, q).astype(np.int32)
+        elif pattern == "sawtooth":  # sorted runs of ~1024, each from the whole range
+            raw = rng.integers(-1100, 1100, q).astype(np.int32)
+            v = np.concatenate([np.sort(run) for run in np.array_split(raw, q // 1024)])
+        else:  # sorted but for one early query far too large
+            v = np.sort(rng.integers(-1100, 1100, q)).astype(np.int32)
+            v[q // 7] = 5000
+        got = np.asarray(_search_into_junk(a, v, side, jnp.full(q, -7, jnp.int32)))
+        assert got.shape == (q,) and got.dtype == np.int32
+        assert got.min() >= 0 and got.max() <= n, (n, q, got.min(), got.max())
+    rows_a = ref_sort(rng.integers(-50, 50, (40, 3000)).astype(np.int32))
+    rows_v = rng.integers(-60, 60, (40, 5000)).astype(np.int32)
+    got = np.asarray(_search_into_junk(rows_a, rows_v, side, jnp.full((40, 5000), -7, jnp.int32)))
+    assert got.min() >= 0 and got.max() <= 3000, (got.min(), got.max())
+
+
 @pytest.mark.parametrize(
     ("a_dtype", "v_dtype"),
     [(np.int32, np.float32), (np.float32, np.int32), (np.int8, np.int64), (np.uint8, np.int8),

@@ -55,13 +55,17 @@ __device__ __forceinline__ TileSpot tile_spot(const MergeLayout& layout, int64_t
 // The ranges of tile `tile_id` of the batch, from the partition pass's splits (a_first: from
 // co_rank_upper's instead, min(k, m): all of A, then B, splits that chain up whatever the input,
 // for a merge whose searched splits do not).
+// next_start: the end split as searched, before tile_ranges clamps it to this tile's start (the
+// next tile's start split: they differ only on unsorted input).
 __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
                                                      const int32_t* splits, int64_t tile_id,
-                                                     const TileMap& map, bool a_first = false) {
+                                                     const TileMap& map, bool a_first,
+                                                     int& next_start) {
   const TileSpot s = tile_spot(layout, tile_id, map);
   const int32_t* merge_splits = splits + s.merge * (map.tiles_per_merge + 1);
+  next_start = a_first ? static_cast<int>(co_rank_upper(s.k1, s.g.m)) : merge_splits[s.t + 1];
   return tile_ranges(s.g, s.k0, s.k1, a_first ? co_rank_upper(s.k0, s.g.m) : merge_splits[s.t],
-                     a_first ? co_rank_upper(s.k1, s.g.m) : merge_splits[s.t + 1]);
+                     next_start);
 }
 
 // The ranges of tile `tile_id` with its two splits searched by the block itself (no partition
@@ -72,7 +76,7 @@ template <typename Traits>
 __device__ __forceinline__ TileRanges tile_ranges_searched(
     const MergeLayout& layout, const typename Traits::Bits* a_all,
     const typename Traits::Bits* b_all, typename Traits::Bits flip, int64_t tile_id,
-    const TileMap& map, int32_t (&found)[2]) {
+    const TileMap& map, int32_t (&found)[2], int& next_start) {
   const TileSpot s = tile_spot(layout, tile_id, map);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   if (warp < 2) {
@@ -80,6 +84,7 @@ __device__ __forceinline__ TileRanges tile_ranges_searched(
     if ((threadIdx.x & 31) == 0) found[warp] = static_cast<int32_t>(split);
   }
   __syncthreads();
+  next_start = found[1];
   return tile_ranges(s.g, s.k0, s.k1, found[0], found[1]);
 }
 
@@ -157,6 +162,35 @@ __device__ __forceinline__ void store_ranks(int32_t* stage, const int (&e_reg)[k
   for (int i = threadIdx.x; i < count; i += kThreads) out[i] = stage[i];
 }
 
+// Ranks payloads on unsorted input (searchsorted with sorted_v=True on queries that are not
+// sorted) have no order check: a tile's end split can lie outside what its start allows, and
+// tile_ranges clamps it, while the next tile starts from the split as searched (next_start). The
+// ranked elements between the two ends belong to no tile; the tile before them writes them a
+// rank (its end's count of the other side), so every rank is written and in bounds. Sorted input
+// never leaves such a gap. GapRanks: where those elements' ranks go (global offset), how many
+// there are, and their rank.
+struct GapRanks {
+  int64_t begin;
+  int count, rank;
+};
+
+template <PayloadKind kPayload>
+__device__ __forceinline__ GapRanks gap_after_tile(const TileRanges& r, int next_start) {
+  const int i1 = r.a_index_base + r.a_count;  // the tile's (clamped) end split
+  const int j1 = r.k_begin + r.a_count + r.b_count - i1;
+  // of A: A's elements [i1, next_start); of B: B's elements [j1, j1 + i1 - next_start).
+  if constexpr (kPayload == PayloadKind::kRanksOfA) {
+    return {r.a_begin + r.a_count, next_start - i1, j1};
+  }
+  return {r.b_begin + r.b_count, i1 - next_start, i1};
+}
+
+template <int kThreads>
+__device__ __forceinline__ void store_gap_ranks(const GapRanks& gap, void* ranks) {
+  int32_t* out = static_cast<int32_t*>(ranks) + gap.begin;
+  for (int x = threadIdx.x; x < gap.count; x += kThreads) out[x] = gap.rank;
+}
+
 // Unsorted input (merges of the caller's input only, tuning.h merge_checks_order). A block
 // whose threads' spans do not chain up (block_merge.cuh SpanChain) emits its inputs as A then B
 // instead: the tiled kernel from the tile still staged (one more barrier a tile), the rows and
@@ -214,6 +248,7 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
   __shared__ SpanChain<kThreads> chain;
   __shared__ int32_t found_splits[2];
+  __shared__ GapRanks gap;
   Bits* keys = shared.keys();
   const bool separate = call.layout.mode == RowMode::kSeparate;
   const Bits* a_all = static_cast<const Bits*>(call.a);
@@ -221,10 +256,11 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   const Value* va_all = static_cast<const Value*>(call.a_values);
   const Value* vb_all = static_cast<const Value*>(separate ? call.b_values : call.a_values);
   if (row_done_of_tile(call.layout, blockIdx.x, map)) return false;
+  int next_start;
   const TileRanges r =
-      splits != nullptr ? tile_ranges_of(call.layout, splits, blockIdx.x, map)
+      splits != nullptr ? tile_ranges_of(call.layout, splits, blockIdx.x, map, false, next_start)
                         : tile_ranges_searched<Traits>(call.layout, a_all, b_all, flip,
-                                                       blockIdx.x, map, found_splits);
+                                                       blockIdx.x, map, found_splits, next_start);
   const int count = r.a_count + r.b_count;
   if (count == 0) return false;  // a spare tile of a short run pair
   const bool checked = !kRanks && chain_flags != nullptr;  // (uniform)
@@ -232,6 +268,9 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   const TileLocs locs = load_tile<kThreads, kPayload == PayloadKind::kValue>(
       shared, a_all + r.a_begin, b_all + r.b_begin, va_all + r.a_begin, vb_all + r.b_begin,
       r.a_count, r.b_count);
+  // Ranks: the gap after the tile waits in shared memory for store_gap_ranks (what it needs,
+  // kept in registers through the merge, made ptxas spill; so did computing it before the loads).
+  if (kRanks && threadIdx.x == 0) gap = gap_after_tile<kPayload>(r, next_start);
   __syncthreads();
   Bits key_reg[kItems];
   int src_reg[kItems];
@@ -309,6 +348,7 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
   if constexpr (kRanks) {
     store_ranks<kPayload, kItems, kThreads>(reinterpret_cast<int32_t*>(shared.stage), index_reg,
                                             src_reg, r, call.out_payload);
+    store_gap_ranks<kThreads>(gap, call.out_payload);
   } else {
     store_tile_outputs(shared, key_reg, src_reg, index_reg,
                        static_cast<Bits*>(call.out) + r.out_begin,
@@ -330,7 +370,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   grid_prologue();
   if (tiled_block<Traits, kPayload, Value, Policy>(call, splits, flip, map, chain_flags)) {
     if constexpr (!is_ranks(kPayload)) {  // unsorted input: the merge's inputs concatenated
-      const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map, true);
+      int end;  // (A first: every tile's end is the next one's start)
+      const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map, true, end);
 #pragma unroll 1
       for (int p = threadIdx.x; p < r.a_count + r.b_count; p += Policy::kThreads) {
         copy_concatenated<typename Traits::Bits, kPayload, Value>(call, r, p);
