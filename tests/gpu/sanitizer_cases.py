@@ -112,6 +112,11 @@ def sort_cases(rng: np.random.Generator) -> None:
         qs = np.sort(q)
         check(jmp.searchsorted(a, qs, side, sorted_v=True), np.searchsorted(a, qs, side),
               "searchsorted sorted_v")
+        # Queries that break the sorted_v promise over many tiles: the gaps between tiles'
+        # clamped ends and the next tiles' starts get written (merge_kernels.cuh store_gap_ranks).
+        bad = -np.sort(-rng.integers(-5, 105, 2**18)).astype(np.int32)
+        got = np.asarray(jmp.searchsorted(np.sort(bad[::3]), bad, side, sorted_v=True))
+        check(got.min() >= 0 and got.max() <= bad[::3].size, True, "searchsorted unsorted v")
 
 
 def wide64_cases(rng: np.random.Generator) -> None:
