@@ -115,8 +115,7 @@ def merge_workspace_per_row(
     splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags (one
     a partition block of at least 8 boundaries sharing one: at most B / 7 + 1 in all, so 2 B
     a row bounds both; a packed row needs 1 for the batch)."""
-    threads, items, _ = _cpu.merge_shape_for(key_bytes, payload, value_bytes)
-    tile = int(threads) * int(items)  # tuning.h merge_tile_for
+    tile = int(_cpu.merge_tile_for(key_bytes, payload, value_bytes))
     return 2 * ((length + tile - 1) // tile + 1)
 
 

@@ -94,6 +94,13 @@ NB_MODULE(_cpu, m) {
   // The tuning table (tuning.h), for the Python workspace sizing and the tests' sizes.
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
   m.def(
+      "merge_tile_for",
+      [](int key_bytes, int payload, int value_bytes) {
+        return jax_mergepath::merge_tile_for(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes);
+      },
+      "outputs per tile of the CUDA merge of a key width and payload kind");
+  m.def(
       "merge_shape_for",
       [](int key_bytes, int payload, int value_bytes) {
         const jax_mergepath::MergeShape shape = jax_mergepath::merge_shape_for(

@@ -128,10 +128,10 @@ def main() -> None:
         done = time.perf_counter()
         del out
         # The host's share: when issuing takes as long as the whole, the host bounds the rate.
-        print(f"{args.case}: {(done - start) / args.calls * 1e6:.1f} us/call, issued in "
+        per_call.append((done - start) / args.calls * 1e6)
+        print(f"{args.case}: {per_call[-1]:.1f} us/call, issued in "
               f"{(issued - start) / args.calls * 1e6:.1f} us/call "
               f"({args.calls} calls, {jax.devices()[0].device_kind})", flush=True)
-        per_call.append((done - start) / args.calls * 1e6)
     # Last line (wheel_ab.sh keeps it): the best of the three, the least disturbed by whatever
     # else the machine was doing.
     print(f"{args.case}: best {min(per_call):.1f} us/call of 3 x {args.calls} calls", flush=True)
