@@ -3,8 +3,8 @@
 // to the workspace as (tiles + 1) int32 per merge.
 //
 // Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block):
-//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, a 32-ary search (~6 dependent
-//     steps for 2^27): latency is what matters when the grid is small.
+//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, a 32-ary search on A's absolute
+//     grid (~6 dependent steps for 2^27): latency is what matters when the grid is small.
 //   * many: one thread per boundary, merge_path.h's grid_co_rank_search on A's ABSOLUTE
 //     power-of-two grid (the CPU's anchor search): the pass is bound by random DRAM reads, and
 //     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
@@ -33,31 +33,35 @@
 
 namespace jax_mergepath {
 
-// co_rank(k) of one merge by a whole warp: a 32-ary search (32 probes a step) for the smallest
-// i in [lo, hi) with b_first(i, k - 1 - i), else hi: the same split as co_rank's binary search
-// for sorted input. All lanes return it.
+// co_rank(k) of one merge by a whole warp: a 32-ary search on A's ABSOLUTE grid. Each step
+// probes up to 32 points count + j * stride - 1 (j = 1..32, stride a power of 32, count a
+// multiple of 32 strides), so every diagonal of a merge probes the same few elements of A in its
+// first steps (L2 hits) and only its B probes are scattered; probes outside [lo, hi) read
+// nothing. The first step takes what is left over the powers of 32, so the last probes 32
+// consecutive elements. The same split as co_rank for sorted input, and in [lo, hi] always.
+// All lanes return it.
 template <typename KeyA, typename KeyB>
 __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
                                 const KeyA& key_a, const KeyB& key_b) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  int64_t lo = co_rank_lower(k, n);
-  int64_t hi = co_rank_upper(k, m);
-  while (lo < hi) {
-    const int64_t step = (hi - lo + 31) / 32;
-    const int64_t probe = lo + lane * step;
-    const bool in_range = probe < hi;
-    const bool hit = in_range && b_first(probe, k - 1 - probe, mv, nv, key_a, key_b);
-    const unsigned hits = __ballot_sync(0xffffffffu, hit);
-    const unsigned probed = __ballot_sync(0xffffffffu, in_range);
-    if (hits) {
-      const int first = __ffs(hits) - 1;
-      hi = lo + first * step;
-      lo = first > 0 ? lo + (first - 1) * step + 1 : lo;
-    } else {
-      lo = lo + (31 - __clz(probed)) * step + 1;
-    }
+  const int64_t lo = co_rank_lower(k, n);
+  const int64_t hi = co_rank_upper(k, m);
+  if (lo >= hi) return lo;
+  const int bits = 64 - __clzll(hi);  // hi < 2^bits: the split lies in [0, 2^bits)
+  int64_t width = int64_t{1} << bits;  // the split lies in [count, count + width]
+  int64_t count = 0;                   // every i < count precedes the split
+  for (int shift = (bits - 1) / 5 * 5;; shift -= 5) {
+    const int64_t stride = int64_t{1} << shift;
+    const int64_t offset = (lane + 1) * stride;
+    const int64_t i = count + offset - 1;
+    const bool before = offset <= width && i < hi &&
+                        (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b));
+    const unsigned befores = __ballot_sync(0xffffffffu, before);
+    count += (befores == 0xffffffffu ? 32 : __ffs(~befores) - 1) * stride;
+    if (shift == 0) break;
+    width = stride;
   }
-  return lo;
+  return count < lo ? lo : (count > hi ? hi : count);
 }
 
 // search(key_a, key_b) with the directed keys of merge g's A and B rows (at g.a_offset /

@@ -8,7 +8,8 @@
 # Env: SWEEP_ARGS (tile_sweep's arguments after log2_total; default "20": every variant, 20
 # repeats; e.g. "20 6" runs variant 6 alone), ROUNDS (default 2), QUAD_ARGS (';'-separated
 # quad_sweep argument lists, e.g. "27 15 10 pairs;26 15 10 wide": each runs for both trees,
-# every round), SWEEPS_BUILT (set when /tmp/{sweep,quad}_{old,new} exist).
+# every round), SEARCH_ARGS (the same for search_sweep.cu, e.g. "23 20;24 20"), SWEEPS_BUILT
+# (set when /tmp/{sweep,quad,search}_{old,new} exist).
 set -uo pipefail
 old="$1"; log2="${2:-27}"
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
@@ -20,9 +21,14 @@ if [ -z "${SWEEPS_BUILT:-}" ]; then
     (cd "$old" && nvcc "${flags[@]}" tests/gpu/quad_sweep.cu -o /tmp/quad_old) &
     nvcc "${flags[@]}" tests/gpu/quad_sweep.cu -o /tmp/quad_new &
   fi
+  if [ -n "${SEARCH_ARGS:-}" ]; then
+    (cd "$old" && nvcc "${flags[@]}" tests/gpu/search_sweep.cu -o /tmp/search_old) &
+    nvcc "${flags[@]}" tests/gpu/search_sweep.cu -o /tmp/search_new &
+  fi
   wait
 fi
 IFS=';' read -r -a quad_runs <<< "${QUAD_ARGS:-}"
+IFS=';' read -r -a search_runs <<< "${SEARCH_ARGS:-}"
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for v in old new; do
     echo "== $v (round $round)"
@@ -31,6 +37,10 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     for args in ${quad_runs[@]+"${quad_runs[@]}"}; do
       # shellcheck disable=SC2086
       /tmp/quad_$v $args | tee -a "$out/before_after.txt"
+    done
+    for args in ${search_runs[@]+"${search_runs[@]}"}; do
+      # shellcheck disable=SC2086
+      /tmp/search_$v $args | tee -a "$out/before_after.txt"
     done
   done
 done

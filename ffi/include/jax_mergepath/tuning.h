@@ -146,10 +146,11 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
 // The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
 // boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
 // each block sees every pair of neighbouring boundaries it starts and can check their splits.
-// Crossover measured on an H100 (tile_sweep's partition times, NOTES.md): warps win up to ~3000
-// boundaries (int64 2^23, 2980: 17.0 vs 18.3 us; int32 2^23, 1726: 11.2 vs 14.8 us), threads
-// above (int32 2^24, 3450: 14.5 vs 18.5 us).
-inline constexpr int64_t kWarpSearchMaxBoundaries = 3072;
+// Crossover measured on an H100 (partition times of tile_sweep / search_sweep, NOTES.md "The warp
+// search on A's absolute grid"): warps win up to ~4000 boundaries (int32 2^24 merge, 3450: 11.6
+// vs 13.7 us), threads above (searchsorted 2^24, 4854: 17.5 vs 15.2 us; int32 2^25 merge, 6900:
+// 22.4 vs 15.4 us).
+inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
 
 constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
   return boundaries <= kWarpSearchMaxBoundaries ? kPartitionThreads / 32 : kPartitionThreads;
