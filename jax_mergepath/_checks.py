@@ -70,7 +70,7 @@ def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
             return True
         info = np.iinfo(target)
         return bool(host.min() >= info.min and host.max() <= info.max)
-    return host.dtype.kind in "iuf" and target.kind == "f"
+    return host.dtype.kind in "iuf" and jnp.issubdtype(target, jnp.floating)  # (bfloat16 too)
 
 
 def list_note(x: Any) -> str:

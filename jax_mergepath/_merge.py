@@ -6,6 +6,8 @@ kernel; the merged axis is moved last for the primitives (_primitives.py) and mo
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -250,7 +252,7 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
             f"{batch}, got k of shape {k.shape}"
         )
     query_shape = k.shape[len(batch) :]
-    kk = clamp_int32(k, m + n).reshape(*batch, -1)
+    kk = clamp_int32(k, m + n).reshape(*batch, math.prod(query_shape))  # (batch may hold a 0)
     if kk.size == 0 or m == 0 or n == 0:
         out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial
     else:

@@ -305,10 +305,12 @@ def searchsorted(
         raise TypeError(f"jax_mergepath.{op}: sorted_v must be a Python bool")
     a_arr = as_array(a, "a", op)
     v_arr = as_array(v, "v", op)
-    dtype = jnp.promote_types(a_arr.dtype, v_arr.dtype)
+    for arr, name in ((a_arr, "a"), (v_arr, "v")):
+        if jnp.issubdtype(arr.dtype, jnp.complexfloating):
+            as_key_array(arr, name, op)  # raises the complex-key TypeError naming the argument
+    # jnp.searchsorted's promotion: a Python scalar (weakly typed) takes a's dtype.
+    dtype = jnp.result_type(a_arr, v_arr)
     a_arr = as_key_array(a_arr.astype(dtype), "a", op)
-    if jnp.issubdtype(v_arr.dtype, jnp.complexfloating):
-        as_key_array(v_arr, "v", op)  # raises the complex-key TypeError
     v_arr = v_arr.astype(dtype)
     batch = a_arr.shape[:-1]
     if v_arr.shape[: len(batch)] != batch:

@@ -1,5 +1,6 @@
 # Regressions found in review: sub-byte value dtypes, narrow or huge integer lengths / splits /
-# positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors.
+# positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors, empty
+# batches of co_rank, Python floats beside bfloat16 keys.
 from __future__ import annotations
 
 import jax
@@ -67,3 +68,23 @@ def test_mismatched_trailing_value_shapes_raise_value_error():
         jmp.merge_by_key(k, k, jnp.zeros((3, 2)), jnp.zeros((3, 4)))
     with pytest.raises(TypeError, match="dtype"):
         jmp.merge_by_key(k, k, jnp.zeros((3, 2)), jnp.zeros((3, 2), jnp.int32))
+
+
+def test_co_rank_with_an_empty_batch():
+    """A batch dimension of size 0 gives an empty result of k's shape (no reshape of an empty
+    array by -1)."""
+    for k_shape, a_shape, b_shape in [((0, 5), (0, 3), (0, 4)), ((3, 0, 2), (3, 0, 3), (3, 0, 4))]:
+        k = jnp.zeros(k_shape, jnp.int32)
+        a, b = jnp.zeros(a_shape), jnp.zeros(b_shape)
+        for f in (jmp.co_rank, jax.jit(jmp.co_rank)):
+            out = f(k, a, b)
+            assert out.shape == k_shape and out.dtype == jnp.int32
+
+
+def test_python_floats_beside_bfloat16_keys_take_their_dtype():
+    """A Python list or scalar of floats beside a bfloat16 array becomes bfloat16, as beside
+    float16 (ml_dtypes' bfloat16 is not numpy kind 'f')."""
+    for dtype in (jnp.bfloat16, jnp.float16):
+        out = jmp.merge(jnp.array([1.0, 3.0], dtype), [2.5])
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(out, np.float32), [1.0, 2.5, 3.0])

@@ -198,6 +198,22 @@ def test_dtype_promotion(rng, a_dtype, v_dtype):
     np.testing.assert_array_equal(np.asarray(jmp.searchsorted(ai, vf, "right")), [3, 0, 10, 4, 10])
 
 
+def test_python_scalar_queries_take_a_dtype_as_in_jnp():
+    """A Python scalar query is weakly typed: it is converted to a's dtype first (rounded, or
+    wrapped for unsigned a), as jnp.searchsorted's promotion does."""
+    cases = [
+        (jnp.array([1.0, 1.0009765625, 2.0], jnp.float16), 1.0001),  # rounds to 1.0 in float16
+        (jnp.array([1.0, 1.0078125, 2.0], jnp.bfloat16), 1.001),
+        (jnp.array([0, 5, 200], jnp.uint8), -1),  # 255 in uint8
+        (jnp.array([1, 2, 3], jnp.int32), 1.5),  # a float query against ints: compared as floats
+    ]
+    for a, v in cases:
+        for side in SIDES:
+            want = int(jnp.searchsorted(a, v, side))
+            assert int(jmp.searchsorted(a, v, side)) == want, (a.dtype, v, side)
+            assert int(jmp.searchsorted(a, v, side, sorted_v=True)) == want, (a.dtype, v)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64], ids=dtype_id)
 def test_matches_jnp_searchsorted(rng, dtype):
     """On data without NaN or subnormals, the same as jnp.searchsorted."""
