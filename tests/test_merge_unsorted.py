@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import is_permutation_of, random_keys, to_bits
+from reference import is_permutation_of, random_keys, ref_merge, ref_merge_runs, to_bits
 
 import jax_mergepath as jmp
 
@@ -129,6 +129,44 @@ def test_one_swapped_pair_still_gives_a_permutation(rng, device, length):
         out, idx = jmp.merge(jax.device_put(swapped, device), jax.device_put(b, device),
                              return_indices=True)
         _assert_permutation(swapped, b, out, idx, f"swap at {i}")
+
+
+@DEVICES
+@pytest.mark.parametrize("m, n", [(32, 32), (512, 500), (1, 40)], ids=str)
+def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
+    # A batch is a vmap: a row whose input is sorted gets its merge whatever the other rows hold.
+    # On the GPU the rows kernel (full rows), the packed kernel (valid lengths) and merge_runs
+    # put many rows in one block; only the unsorted rows may fall back to A then B.
+    rows = 64
+    bad = np.array([0, 5, rows - 1])
+    good = np.setdiff1d(np.arange(rows), bad)
+    a = np.sort(rng.integers(-(10**6), 10**6, (rows, m)).astype(np.int32), axis=-1)
+    b = np.sort(rng.integers(-(10**6), 10**6, (rows, n)).astype(np.int32), axis=-1)
+    for r in bad:
+        b[r] = rng.permutation(b[r])
+    put = lambda x: jax.device_put(x, device)  # noqa: E731
+
+    def check(out, idx, want, want_idx, x, y, what):
+        out, idx = np.asarray(out), np.asarray(idx)
+        assert np.array_equal(idx[good], want_idx[good]), f"{what}: sorted rows' indices"
+        assert np.array_equal(out[good], want[good]), f"{what}: sorted rows' keys"
+        _assert_permutation(x[bad], y[bad], out[bad], idx[bad], f"{what}: unsorted rows")
+
+    want, want_idx = ref_merge(a, b)
+    out, idx = jmp.merge(put(a), put(b), return_indices=True)
+    check(out, idx, want, want_idx, a, b, "full rows")
+    a_len = rng.integers(0, m + 1, rows).astype(np.int32)
+    b_len = rng.integers(0, n + 1, rows).astype(np.int32)
+    b_len[bad] = n
+    want, want_idx = ref_merge(a, b, a_length=a_len, b_length=b_len)
+    out, idx = jmp.merge(put(a), put(b), a_length=put(a_len), b_length=put(b_len),
+                         return_indices=True)
+    check(out, idx, want, want_idx, a, b, "ragged rows")
+    x = np.concatenate([a, np.sort(b, axis=-1)], axis=-1)
+    x[bad] = rng.permutation(x[bad], axis=-1)
+    want, want_idx = ref_merge_runs(x, m)
+    out, idx = jmp.merge_runs(put(x), m, return_indices=True)
+    check(out, idx, want, want_idx, x, x[:, :0], "merge_runs")
 
 
 @DEVICES

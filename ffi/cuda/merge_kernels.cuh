@@ -15,8 +15,8 @@
 // crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges; every output is a permutation of its
 // inputs, unsorted input included (merges of the caller's input check that their threads and
-// tiles chain up and fall back to A then B: below); in-block positions are int32, global offsets
-// int64. NOTES.md has what was measured and tried.
+// tiles chain up and fall back to A then B, each merge, i.e. row, on its own: below); in-block
+// positions are int32, global offsets int64. NOTES.md has what was measured and tried.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -220,12 +220,15 @@ __device__ __forceinline__ void copy_concatenated(const MergeCall& call, const T
   }
 }
 
-// A block's rows [row0, row0 + rows) of full length row_len, every one copied as A then B.
-template <typename Bits, PayloadKind kPayload, typename Value, int kThreads>
-__device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int rows, int row_len) {
+// The broken ones (row_broken(r)) of a block's rows [row0, row0 + rows) of full length row_len,
+// each copied as A then B.
+template <typename Bits, PayloadKind kPayload, typename Value, int kThreads, typename RowBroken>
+__device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int rows, int row_len,
+                                       const RowBroken& row_broken) {
 #pragma unroll 1
   for (int p = threadIdx.x; p < rows * row_len; p += kThreads) {
     const int r = p / row_len;
+    if (!row_broken(r)) continue;
     const RowGeometry g = row_geometry(call.layout, row0 + r);
     copy_concatenated<Bits, kPayload, Value>(call, tile_ranges(g, 0, row_len, 0, g.m),
                                              p - r * row_len);
@@ -404,14 +407,14 @@ __device__ __forceinline__ bool store_rows_staged(unsigned char* stage_bytes, co
 // Full rows no longer than a tile (kSeparate without valid lengths, or kRuns): thread t merges
 // outputs [local * kItems, local * kItems + kItems) of row t / threads_per_row (local: its rank
 // in the row's group); threads past the block's rows only help load and store. Returns true
-// iff the threads' spans did not chain up (unsorted input).
+// iff some thread's span did not chain up (unsorted input); `chain` then tells whose.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Traits::Bits flip,
-                                           const RowsShape& shape) {
+                                           const RowsShape& shape,
+                                           SpanChainWithEnds<Policy::kThreads>& chain) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
-  __shared__ SpanChain<kThreads> chain;
   Bits* keys = shared.keys();
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
@@ -469,9 +472,9 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   const int base = r * row_len + d0;
   const int64_t out_begin = row0 * row_len;
   auto no_vote = [] { return false; };
-  const bool broken = store_rows_staged<kThreads, kItems>(
+  const bool any_broken = store_rows_staged<kThreads, kItems>(
       shared.stage, key_reg, base, valid, static_cast<Bits*>(call.out) + out_begin, count,
-      [&] { return chain.breaks(end); });  // (after a barrier: every start published)
+      [&] { return chain.breaks_and_keep(end); });  // (after a barrier: every start published)
   if constexpr (kPayload == PayloadKind::kIndex) {
     store_rows_staged<kThreads, kItems>(shared.stage, index_reg, base, valid,
                                         static_cast<int32_t*>(call.out_payload) + out_begin,
@@ -484,33 +487,42 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
                                         static_cast<Value*>(call.out_payload) + out_begin, count,
                                         no_vote);
   }
-  return broken;
+  return any_broken;
 }
 
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
   grid_prologue();
-  if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape)) {
+  __shared__ SpanChainWithEnds<Policy::kThreads> chain;
+  if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape, chain)) {
     __syncthreads();  // the block's stores are done before the copy overwrites them
     const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
     const int64_t rows_left = call.layout.rows - row0;
+    const int per_row = static_cast<int>(shape.threads_per_row);  // row r: its own threads
     copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
         call, row0, static_cast<int>(rows_left < shape.rows_per_block ? rows_left
                                                                        : shape.rows_per_block),
-        static_cast<int>(call.layout.row_length()));
+        static_cast<int>(call.layout.row_length()),
+        [&](int r) {
+          for (int t = r * per_row; t < r * per_row + per_row; ++t) {
+            if (chain.broken_at(t)) return true;
+          }
+          return false;
+        });
   }
 }
 
 // Ragged rows no longer than a tile, packed whole: kSeparate or kRuns rows, not run pairs or
-// ranks. Returns true iff the threads' spans did not chain up (unsorted input).
+// ranks. Returns true iff some thread's span did not chain up (unsorted input); `chain` then
+// tells whose.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__device__ __forceinline__ bool packed_block(const MergeCall& call, typename Traits::Bits flip) {
+__device__ __forceinline__ bool packed_block(const MergeCall& call, typename Traits::Bits flip,
+                                             SpanChainWithEnds<Policy::kThreads>& chain) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = kThreads * kItems;
   __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
   __shared__ int row_split[kMaxRowsPerTile], row_mv[kMaxRowsPerTile], row_nv[kMaxRowsPerTile];
-  __shared__ SpanChain<kThreads> chain;
   Bits* keys = shared.keys();
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
@@ -576,7 +588,7 @@ __device__ __forceinline__ bool packed_block(const MergeCall& call, typename Tra
       },
       [&](int a_begin) { chain.publish(a_begin); });
   __syncthreads();  // every thread is done reading the keys in shared.stage
-  const bool span_broken = chain.breaks(end);
+  const bool span_broken = chain.breaks_and_keep(end);
   store_tile_outputs(shared, key_reg, src_reg, index_reg,
                      static_cast<Bits*>(call.out) + out_begin,
                      kPayload == PayloadKind::kNone
@@ -590,13 +602,26 @@ template <typename Traits, PayloadKind kPayload, typename Value, typename Policy
 __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general merge spills at 32
     merge_packed_kernel(MergeCall call, typename Traits::Bits flip) {
   grid_prologue();
-  if (packed_block<Traits, kPayload, Value, Policy>(call, flip)) {
+  __shared__ SpanChainWithEnds<Policy::kThreads> chain;
+  if (packed_block<Traits, kPayload, Value, Policy>(call, flip, chain)) {
+    constexpr int kItems = Policy::kItems;
     const int row_len = static_cast<int>(call.layout.row_length());
+    // Thread t's break lies in the row of the next thread's first output (t + 1) * kItems: row
+    // r's are those of threads [ceil(r row_len / kItems) - 1, ceil((r + 1) row_len / kItems) - 1).
+    auto row_broken = [&](int r) {
+      const int first = (r * row_len + kItems - 1) / kItems - 1;
+      const int end = ((r + 1) * row_len + kItems - 1) / kItems - 1;
+      for (int t = first < 0 ? 0 : first; t < end && t < Policy::kThreads; ++t) {
+        if (chain.broken_at(t)) return true;
+      }
+      return false;
+    };
     const int64_t per_tile = merge_rows_per_tile(Policy::kTile, row_len);
     const int64_t row0 = int64_t{blockIdx.x} * per_tile;
     const int64_t rows_left = call.layout.rows - row0;
     copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
-        call, row0, static_cast<int>(rows_left < per_tile ? rows_left : per_tile), row_len);
+        call, row0, static_cast<int>(rows_left < per_tile ? rows_left : per_tile), row_len,
+        row_broken);
   }
 }
 
