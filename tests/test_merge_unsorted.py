@@ -155,6 +155,13 @@ def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
     want, want_idx = ref_merge(a, b)
     out, idx = jmp.merge(put(a), put(b), return_indices=True)
     check(out, idx, want, want_idx, a, b, "full rows")
+    # Keys alone and keys with values run other instantiations (other items a thread).
+    keys = np.asarray(jmp.merge(put(a), put(b)))
+    assert np.array_equal(keys[good], want[good]), "full rows, keys alone"
+    pos = np.arange(m + n, dtype=np.float32)
+    va, vb = np.broadcast_to(pos[:m], a.shape), np.broadcast_to(pos[m:], b.shape)
+    keys, vals = jmp.merge_by_key(put(a), put(b), put(va.copy()), put(vb.copy()))
+    check(keys, np.asarray(vals).astype(np.int32), want, want_idx, a, b, "merge_by_key")
     a_len = rng.integers(0, m + 1, rows).astype(np.int32)
     b_len = rng.integers(0, n + 1, rows).astype(np.int32)
     b_len[bad] = n

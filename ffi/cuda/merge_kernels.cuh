@@ -15,8 +15,8 @@
 // crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges; every output is a permutation of its
 // inputs, unsorted input included (merges of the caller's input check that their threads and
-// tiles chain up and fall back to A then B, each merge, i.e. row, on its own: below); in-block
-// positions are int32, global offsets int64. NOTES.md has what was measured and tried.
+// tiles chain up and fall back to A then B: below); in-block positions are int32, global
+// offsets int64. NOTES.md has what was measured and tried.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -194,10 +194,12 @@ __device__ __forceinline__ void store_gap_ranks(const GapRanks& gap, void* ranks
 // Unsorted input (merges of the caller's input only, tuning.h merge_checks_order). A block
 // whose threads' spans do not chain up (block_merge.cuh SpanChain) emits its inputs as A then B
 // instead: the tiled kernel from the tile still staged (one more barrier a tile), the rows and
-// packed kernels by copying their rows again, global to global, over what they wrote. A tiled
-// merge whose partition splits do not chain up (partition.cuh's chain flags, read when the tile
-// is stored) is cut A first (co_rank_upper: every tile copies its part of A, then of B), so it
-// returns its inputs concatenated. The copies are plain loops after the merge: they cost its
+// packed kernels by copying their broken rows again (SpanChainWithEnds: the rows holding a
+// broken span), global to global, over what they wrote. A tiled merge whose partition splits do
+// not chain up (partition.cuh's chain flags, read when the tile is stored) is cut A first
+// (co_rank_upper: every tile copies its part of A, then of B), so it returns its inputs
+// concatenated; the flags are a partition block's, so merges sharing that block with a broken
+// one (up to 7 or 255 boundaries apart) fall back with it. The copies are plain loops after the merge: they cost its
 // registers nothing (two kinds of copy after the tiled merge, or a 64-bit division there, made
 // ptxas spill the merge: checked in the SASS). Sorted input never takes them.
 
