@@ -112,11 +112,16 @@ int main(int argc, char** argv) {
   std::printf("# search_sweep on %s: 2^%d sorted queries in 2^%d sorted int32; copy of %zu bytes "
               "%.1f us\n", prop.name, log2, log2, 2 * bytes, in.copy_ms * 1e3);
   for (const bool right : {false, true}) {
-    run<Shape<256, 15, 6>>(in, right, repeats);  // tuning.h's 4 + 4 byte shape (today's)
+    run<Shape<256, 15, 6>>(in, right, repeats);  // tuning.h's 4 + 4 byte merge shape
     run<Shape<256, 19, 6>>(in, right, repeats);
     run<Shape<256, 19, 8>>(in, right, repeats);
     run<Shape<256, 23, 6>>(in, right, repeats);
-    run<Shape<256, 27, 4>>(in, right, repeats);
+    run<Shape<256, 27, 4>>(in, right, repeats);  // tuning.h's ranks shape (merge_shape_for)
+    run<Shape<256, 31, 4>>(in, right, repeats);
+    run<Shape<256, 35, 4>>(in, right, repeats);
+    run<Shape<256, 27, 3>>(in, right, repeats);
+    run<Shape<256, 31, 3>>(in, right, repeats);
+    run<Shape<256, 39, 3>>(in, right, repeats);
     run<Shape<512, 19, 3>>(in, right, repeats);
     run<Shape<256, 11, 8>>(in, right, repeats);
   }
