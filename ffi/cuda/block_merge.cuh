@@ -143,20 +143,25 @@ struct SpanChain {
   }
 };
 
-// A SpanChain that also keeps every thread's end (the store sits where breaks() is asked: no
-// value lives longer), so that after the block's vote any thread can tell whose span broke: the
-// rows and packed kernels (merge_kernels.cuh) fall back row by row, and a row whose input is
-// sorted keeps its merge whatever its neighbours hold.
+// A SpanChain that also keeps every thread's end, stored where breaks() is asked (its inputs
+// are live there: storing the verdict instead, or voting by row, made ptxas spill the
+// 40-register rows kernels, NOTES.md), so that after the block's vote any thread can tell whose
+// span broke: the rows and packed kernels (merge_kernels.cuh) fall back row by row, and a row
+// whose input is sorted keeps its merge whatever its neighbours hold.
 template <int kThreads>
 struct SpanChainWithEnds : SpanChain<kThreads> {
-  int end_of[kThreads];  // a_end of an open span, else -1
+  int end_of[kThreads];  // a_end of an open span, else -1 (the last thread's is never open)
 
   __device__ __forceinline__ bool breaks_and_keep(const MergeEnd& end) {
     end_of[threadIdx.x] = end.open ? end.a_end : -1;
     return this->breaks(end);
   }
-  __device__ __forceinline__ bool broken_at(int t) const {
-    return end_of[t] >= 0 && end_of[t] != this->begin_of[t + 1];
+  // True iff a thread in [first, end) found its span broken (0 <= first, end <= kThreads).
+  __device__ __forceinline__ bool any_broken(int first, int end) const {
+    for (int t = first; t < end; ++t) {
+      if (end_of[t] >= 0 && end_of[t] != this->begin_of[t + 1]) return true;
+    }
+    return false;
   }
 };
 

@@ -199,9 +199,10 @@ __device__ __forceinline__ void store_gap_ranks(const GapRanks& gap, void* ranks
 // not chain up (partition.cuh's chain flags, read when the tile is stored) is cut A first
 // (co_rank_upper: every tile copies its part of A, then of B), so it returns its inputs
 // concatenated; the flags are a partition block's, so merges sharing that block with a broken
-// one (up to 7 or 255 boundaries apart) fall back with it. The copies are plain loops after the merge: they cost its
-// registers nothing (two kinds of copy after the tiled merge, or a 64-bit division there, made
-// ptxas spill the merge: checked in the SASS). Sorted input never takes them.
+// one (up to 7 or 255 boundaries apart) fall back with it. The copies are plain loops after the
+// merge: they cost its registers nothing (two kinds of copy after the tiled merge, or a 64-bit
+// division there, made ptxas spill the merge: checked in the SASS). Sorted input never takes
+// them.
 
 // Output p of ranges r (a tile's, or a whole row's) as A then B: copied with its index or value.
 template <typename Bits, PayloadKind kPayload, typename Value>
@@ -506,12 +507,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
         call, row0, static_cast<int>(rows_left < shape.rows_per_block ? rows_left
                                                                        : shape.rows_per_block),
         static_cast<int>(call.layout.row_length()),
-        [&](int r) {
-          for (int t = r * per_row; t < r * per_row + per_row; ++t) {
-            if (chain.broken_at(t)) return true;
-          }
-          return false;
-        });
+        [&](int r) { return chain.any_broken(r * per_row, r * per_row + per_row); });
   }
 }
 
@@ -613,10 +609,8 @@ __global__ void __launch_bounds__(Policy::kThreads)  // uncapped: its general me
     auto row_broken = [&](int r) {
       const int first = (r * row_len + kItems - 1) / kItems - 1;
       const int end = ((r + 1) * row_len + kItems - 1) / kItems - 1;
-      for (int t = first < 0 ? 0 : first; t < end && t < Policy::kThreads; ++t) {
-        if (chain.broken_at(t)) return true;
-      }
-      return false;
+      return chain.any_broken(first < 0 ? 0 : first,
+                              end < Policy::kThreads ? end : Policy::kThreads);
     };
     const int64_t per_tile = merge_rows_per_tile(Policy::kTile, row_len);
     const int64_t row0 = int64_t{blockIdx.x} * per_tile;
