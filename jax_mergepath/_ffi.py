@@ -112,9 +112,10 @@ def merge_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize
 ) -> DimSize:
     """An upper bound of merge_workspace_elements per row merging `length` outputs: the
-    splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags (one
-    a partition block of at least 8 boundaries sharing one: at most B / 7 + 1 in all, so 2 B
-    a row bounds both; a packed row needs 1 for the batch)."""
+    splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags and
+    masks (a flag and one mask word a partition block of 8 boundaries sharing one, up to 4096
+    boundaries; a flag and 8 words a block of 256 past that: at most B in all, so 2 B a row
+    bounds both; a packed row needs 1 for the batch)."""
     tile = int(_cpu.merge_tile_for(key_bytes, payload, value_bytes))
     return 2 * ((length + tile - 1) // tile + 1)
 

@@ -131,19 +131,14 @@ def test_one_swapped_pair_still_gives_a_permutation(rng, device, length):
         _assert_permutation(swapped, b, out, idx, f"swap at {i}")
 
 
-@DEVICES
-@pytest.mark.parametrize("m, n", [(32, 32), (512, 500), (1, 40)], ids=str)
-def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
-    # A batch is a vmap: a row whose input is sorted gets its merge whatever the other rows hold.
-    # On the GPU the rows kernel (full rows), the packed kernel (valid lengths) and merge_runs
-    # put many rows in one block; only the unsorted rows may fall back to A then B.
-    rows = 64
-    bad = np.array([0, 5, rows - 1])
+def _check_sorted_rows_beside_unsorted_ones(rng, device, a, b, bad) -> None:
+    """A batch is a vmap: a row whose input is sorted gets its merge whatever the other rows
+    hold; rows `bad` (their b unsorted) only a permutation. Full rows with indices, keys alone
+    and with values (other kernel instantiations), ragged rows (the bad ones at full length)
+    and merge_runs of [a | b]."""
+    rows, m = a.shape
+    n = b.shape[1]
     good = np.setdiff1d(np.arange(rows), bad)
-    a = np.sort(rng.integers(-(10**6), 10**6, (rows, m)).astype(np.int32), axis=-1)
-    b = np.sort(rng.integers(-(10**6), 10**6, (rows, n)).astype(np.int32), axis=-1)
-    for r in bad:
-        b[r] = rng.permutation(b[r])
     put = lambda x: jax.device_put(x, device)  # noqa: E731
 
     def check(out, idx, want, want_idx, x, y, what):
@@ -155,7 +150,6 @@ def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
     want, want_idx = ref_merge(a, b)
     out, idx = jmp.merge(put(a), put(b), return_indices=True)
     check(out, idx, want, want_idx, a, b, "full rows")
-    # Keys alone and keys with values run other instantiations (other items a thread).
     keys = np.asarray(jmp.merge(put(a), put(b)))
     assert np.array_equal(keys[good], want[good]), "full rows, keys alone"
     pos = np.arange(m + n, dtype=np.float32)
@@ -164,16 +158,49 @@ def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
     check(keys, np.asarray(vals).astype(np.int32), want, want_idx, a, b, "merge_by_key")
     a_len = rng.integers(0, m + 1, rows).astype(np.int32)
     b_len = rng.integers(0, n + 1, rows).astype(np.int32)
-    b_len[bad] = n
+    a_len[bad], b_len[bad] = m, n
     want, want_idx = ref_merge(a, b, a_length=a_len, b_length=b_len)
     out, idx = jmp.merge(put(a), put(b), a_length=put(a_len), b_length=put(b_len),
                          return_indices=True)
     check(out, idx, want, want_idx, a, b, "ragged rows")
-    x = np.concatenate([a, np.sort(b, axis=-1)], axis=-1)
-    x[bad] = rng.permutation(x[bad], axis=-1)
+    x = np.concatenate([a, b], axis=-1)
     want, want_idx = ref_merge_runs(x, m)
     out, idx = jmp.merge_runs(put(x), m, return_indices=True)
     check(out, idx, want, want_idx, x, x[:, :0], "merge_runs")
+
+
+def _sorted_rows(rng, rows: int, length: int) -> np.ndarray:
+    return np.sort(rng.integers(-(10**6), 10**6, (rows, length)).astype(np.int32), axis=-1)
+
+
+@DEVICES
+@pytest.mark.parametrize("m, n", [(32, 32), (512, 500), (1, 40)], ids=str)
+def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
+    # On the GPU the rows kernel (full rows), the packed kernel (valid lengths) and merge_runs
+    # put many rows in one block; only the unsorted rows may fall back to A then B.
+    rows, bad = 64, np.array([0, 5, 63])
+    a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)
+    for r in bad:
+        b[r] = rng.permutation(b[r])
+    _check_sorted_rows_beside_unsorted_ones(rng, device, a, b, bad)
+
+
+@DEVICES
+@pytest.mark.parametrize("rows", [64, 1100])
+def test_tiled_rows_beside_a_broken_partition_are_still_merged(rng, device, rows):
+    # Rows longer than a tile (4864 int32 keys alone, 3840 with indices or values) are cut at
+    # tile boundaries by the partition pass, whose blocks hold the boundaries of several rows (8
+    # a block; 256 past 4096 boundaries: 1100 rows of 4 or 5). A bad row's b is huge keys (h of
+    # them) then negative ones: its splits are k up to h, then k - h, so with a tile < h < 2
+    # tiles the splits at 1 and 2 tiles cross (tile > 2 tiles - h) and the partition flags its
+    # block; the other rows of that block must still be merged.
+    m, n, h = 5000, 7000, 6000
+    bad = np.array([0, 5, rows - 1])
+    a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)
+    a[bad] = np.sort(np.abs(a[bad]), axis=-1)  # sorted, >= 0: below every huge key
+    b[bad, :h] = 2 * 10**6 + np.arange(h)
+    b[bad, h:] = -(2 * 10**6) + np.arange(n - h)
+    _check_sorted_rows_beside_unsorted_ones(rng, device, a, b, bad)
 
 
 @DEVICES

@@ -88,10 +88,13 @@ __device__ __forceinline__ TileRanges tile_ranges_searched(
   return tile_ranges(s.g, s.k0, s.k1, found[0], found[1]);
 }
 
-// True iff a partition block of the merge holding tile `tile_id` flagged splits that do not
-// chain up (partition.cuh). Call with one warp: its lanes read the merge's partition blocks'
-// flags (one for most merges; 109 for a 2^27 int32 merge, 294 for int64 + int32), kFlagsALane
-// independent loads a lane at a time, so a tile waits for one load, not one per flag.
+// True iff the merge holding tile `tile_id` has a pair of neighbouring splits that do not chain
+// up (partition.cuh). Call with one warp. The partition blocks strictly inside the merge's range
+// hold its pairs alone: the lanes read their flags (none for most merges; 107 for a 2^27 int32
+// merge, 292 for int64 + int32), kFlagsALane independent loads a lane at a time, so a tile waits
+// for one load, not one per flag. The two blocks at its ends may hold other merges' pairs too:
+// lanes 0 and 1 read their flags beside the others and, only where one is set (unsorted input),
+// the block's mask of broken pairs.
 inline constexpr int kFlagsALane = 8;
 
 __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags, int64_t tile_id,
@@ -100,17 +103,35 @@ __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags
   const uint32_t per_merge = static_cast<uint32_t>(map.tiles_per_merge);
   const uint32_t fresh = static_cast<uint32_t>(partition_boundaries_per_block(map.boundaries()) - 1);
   const uint32_t first = static_cast<uint32_t>(tile_id) / per_merge * (per_merge + 1);
-  const uint32_t last_block = (first + per_merge - 1) / fresh;
+  const uint32_t last = first + per_merge - 1;  // its pairs: (p, p + 1) for p in [first, last]
+  const uint32_t first_block = first / fresh, last_block = last / fresh;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t end_block = lane == 0 ? first_block : last_block;
+  const bool at_end = lane < 2 && (lane == 0 || last_block != first_block);
+  const int32_t end_flag = at_end ? chain_flags[end_block] : 0;
   int32_t broken = 0;
-  for (uint32_t b0 = first / fresh + (threadIdx.x & 31); b0 <= last_block; b0 += 32 * kFlagsALane) {
+  for (uint32_t b0 = first_block + 1 + lane; b0 < last_block; b0 += 32 * kFlagsALane) {
     int32_t flag[kFlagsALane];
 #pragma unroll
     for (int f = 0; f < kFlagsALane; ++f) {
       const uint32_t b = b0 + 32 * f;
-      flag[f] = b <= last_block ? chain_flags[b] : 0;
+      flag[f] = b < last_block ? chain_flags[b] : 0;
     }
 #pragma unroll
     for (int f = 0; f < kFlagsALane; ++f) broken |= flag[f];
+  }
+  if (end_flag != 0) {  // which of that block's pairs broke: this merge's (bits [lo, hi])?
+    const uint32_t base = end_block * fresh;
+    const uint32_t lo = (first > base ? first : base) - base;
+    const uint32_t hi = (last < base + fresh - 1 ? last : base + fresh - 1) - base;
+    // tuning.h partition_blocks and partition_mask_words, in 32 bits (a 64-bit division here
+    // made ptxas spill the merge).
+    const uint32_t blocks = (static_cast<uint32_t>(map.boundaries()) - 2) / fresh + 1;
+    const int32_t* mask = chain_flags + blocks + end_block * ((fresh + 31) / 32);
+    for (uint32_t w = lo / 32; w <= hi / 32; ++w) {
+      const uint32_t from = w == lo / 32 ? lo % 32 : 0, to = w == hi / 32 ? hi % 32 : 31;
+      broken |= (static_cast<uint32_t>(mask[w]) >> from) << (31 - (to - from)) != 0;
+    }
   }
   return broken != 0;
 }
@@ -198,11 +219,11 @@ __device__ __forceinline__ void store_gap_ranks(const GapRanks& gap, void* ranks
 // broken span), global to global, over what they wrote. A tiled merge whose partition splits do
 // not chain up (partition.cuh's chain flags, read when the tile is stored) is cut A first
 // (co_rank_upper: every tile copies its part of A, then of B), so it returns its inputs
-// concatenated; the flags are a partition block's, so merges sharing that block with a broken
-// one (up to 7 or 255 boundaries apart) fall back with it. The copies are plain loops after the
-// merge: they cost its registers nothing (two kinds of copy after the tiled merge, or a 64-bit
-// division there, made ptxas spill the merge: checked in the SASS). Sorted input never takes
-// them.
+// concatenated; a partition block shared by several merges says which of its pairs broke
+// (chain_broken_in_merge), so only the broken merge falls back. The copies are plain loops
+// after the merge: they cost its registers nothing (two kinds of copy after the tiled merge, or
+// a 64-bit division there, made ptxas spill the merge: checked in the SASS). Sorted input never
+// takes them.
 
 // Output p of ranges r (a tile's, or a whole row's) as A then B: copied with its index or value.
 template <typename Bits, PayloadKind kPayload, typename Value>

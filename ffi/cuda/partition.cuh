@@ -14,8 +14,10 @@
 // Consecutive blocks share one boundary (both write the same split), so a block holds both
 // splits of every boundary pair it starts. With `chain_flags` (merge_checks_order), block b
 // writes chain_flags[b] = 1 iff one of those pairs does not chain up (clamp_split_end would move
-// the second split): only unsorted input does that, and the merge kernel then returns the
-// merge's inputs concatenated (merge_kernels.cuh).
+// the second split), and then, after every block's flag, its mask of partition_mask_words
+// words: bit j set iff its j-th pair is one of them (a block's pairs may belong to several
+// merges). Only unsorted input breaks a pair, and the merge kernel then returns that merge's
+// inputs concatenated (merge_kernels.cuh).
 // For sorted input every strategy gives exactly co_rank's split (merge_path.h), so CPU and GPU
 // agree. Unsorted input: every search stays inside [co_rank_lower, co_rank_upper], and the merge
 // kernel clamps tile ranges on top (tile_ranges), so nothing reads out of bounds.
@@ -100,7 +102,9 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
   grid_prologue();
   using Bits = typename Traits::Bits;
   constexpr int kPerBlock = kWarpSearch ? kPartitionThreads / 32 : kPartitionThreads;
+  constexpr int kMaskWords = (kPerBlock - 1 + 31) / 32;  // tuning.h partition_mask_words
   __shared__ int32_t split_of[kPerBlock];
+  __shared__ uint32_t broken_pairs[kMaskWords];
   const int local = kWarpSearch ? static_cast<int>(threadIdx.x >> 5) : static_cast<int>(threadIdx.x);
   const int64_t id = int64_t{blockIdx.x} * (kPerBlock - 1) + local;
   const int64_t merge = id / (map.tiles_per_merge + 1);
@@ -128,6 +132,7 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
     }
   }
   if (chain_flags == nullptr) return;  // (uniform)
+  if (threadIdx.x < kMaskWords) broken_pairs[threadIdx.x] = 0;
   __syncthreads();
   bool broken = false;
   if (in_range && (!kWarpSearch || (threadIdx.x & 31) == 0) && local + 1 < kPerBlock &&
@@ -136,13 +141,18 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
     const int64_t next = split_of[local + 1];
     broken = clamp_split_end<int64_t>(split_of[local], k, next, k_next, g.m, g.n) != next;
   }
+  if (broken) atomicOr(&broken_pairs[local / 32], 1u << (local % 32));  // (unsorted input)
   const int any_broken = __syncthreads_or(broken);
   if (threadIdx.x == 0) chain_flags[blockIdx.x] = any_broken != 0;
+  if (any_broken && threadIdx.x < kMaskWords) {  // read only where the flag is set
+    chain_flags[int64_t{gridDim.x} + int64_t{blockIdx.x} * kMaskWords + threadIdx.x] =
+        static_cast<int32_t>(broken_pairs[threadIdx.x]);
+  }
 }
 
 // Enqueues the partition pass of a tiled merge: the split of every tile boundary of every merge
-// into workspace[0, map.boundaries()), and (merge_checks_order) the blocks' chain flags after
-// them.
+// into workspace[0, map.boundaries()), and (merge_checks_order) the blocks' chain flags and
+// masks after them (tuning.h partition_flag_elements).
 template <typename Traits>
 cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t* workspace,
                              cudaStream_t stream) {

@@ -163,7 +163,18 @@ constexpr int64_t partition_blocks(int64_t boundaries) {
 
 // Merges whose input order is the caller's (merge, merge_by_key, merge_runs; not a sort pass's
 // runs, which its block sort ordered, nor searchsorted's ranks) may get unsorted input: their
-// kernels check that the splits chain up and fall back to a permutation when they do not.
+// kernels check that the splits chain up and fall back to a permutation when they do not. The
+// partition then leaves, after the splits, one flag a partition block (some pair of its
+// boundaries does not chain up) and, for the merges it shares with its neighbours, which pairs:
+// a mask of partition_mask_words int32 a block (bit j: the block's j-th boundary pair).
+constexpr int64_t partition_mask_words(int64_t boundaries) {
+  return ceil_div(partition_boundaries_per_block(boundaries) - 1, 32);
+}
+
+constexpr int64_t partition_flag_elements(int64_t boundaries) {
+  return partition_blocks(boundaries) * (1 + partition_mask_words(boundaries));
+}
+
 constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload) {
   return layout.mode != RowMode::kRunPairs && !is_ranks(payload);
 }
@@ -190,13 +201,15 @@ constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payl
 }
 
 // int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
-// the splits, (tiles + 1) per merge, then (merge_checks_order) one chain flag a partition block.
+// the splits, (tiles + 1) per merge, then (merge_checks_order) the partition blocks' chain flags
+// and masks (partition_flag_elements).
 constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                            const MergeLayout& layout) {
   const int64_t tile = merge_tile_for(key_bytes, payload, value_bytes);
   if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
   const int64_t boundaries = tile_map(layout, tile).boundaries();
-  return boundaries + (merge_checks_order(layout, payload) ? partition_blocks(boundaries) : 0);
+  if (!merge_checks_order(layout, payload)) return boundaries;
+  return boundaries + partition_flag_elements(boundaries);
 }
 
 // ------------------------------------------------------------------ mergesort
