@@ -186,15 +186,19 @@ def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
 
 
 @DEVICES
-@pytest.mark.parametrize("rows", [64, 1100])
-def test_tiled_rows_beside_a_broken_partition_are_still_merged(rng, device, rows):
+@pytest.mark.parametrize("rows, m, n", [(64, 5000, 7000), (1100, 5000, 7000), (8, 40000, 40000)],
+                         ids=str)
+def test_tiled_rows_beside_a_broken_partition_are_still_merged(rng, device, rows, m, n):
     # Rows longer than a tile (4864 int32 keys alone, 3840 with indices or values) are cut at
     # tile boundaries by the partition pass, whose blocks hold the boundaries of several rows (8
-    # a block; 256 past 4096 boundaries: 1100 rows of 4 or 5). A bad row's b is huge keys (h of
-    # them) then negative ones: its splits are k up to h, then k - h, so with a tile < h < 2
-    # tiles the splits at 1 and 2 tiles cross (tile > 2 tiles - h) and the partition flags its
-    # block; the other rows of that block must still be merged.
-    m, n, h = 5000, 7000, 6000
+    # a block; 256 past 4096 boundaries: 1100 rows of 4 or 5), and a long row spans several
+    # blocks (8 rows of 17 or 21 tiles). A bad row's b is 6000 huge keys then negative ones:
+    # the partition's searches return splits that are not monotone along it (a host emulation
+    # of both searches, 5000 + 7000: warp search 0, 4864, 2728, 5000 for keys alone, 0, 3840,
+    # 680, 4520, 5000 with indices; thread search 0, 3840, 5000, 4520, 5000 with indices, but
+    # 0, 4864, 5000, 5000 for keys alone, which chain up), so the partition flags that block;
+    # the other rows of the block must still be merged.
+    h = 6000
     bad = np.array([0, 5, rows - 1])
     a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)
     a[bad] = np.sort(np.abs(a[bad]), axis=-1)  # sorted, >= 0: below every huge key
