@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_mergepath._dtypes import key_info, supported_names
+from jax_mergepath._gather import take_along_bits
 
 ArrayLike = Any
 PyTree = Any
@@ -245,4 +246,4 @@ def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
     extra = src.ndim - idx.ndim
     full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
     full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
-    return jnp.take_along_axis(src, full_idx, axis=ax)
+    return take_along_bits(src, full_idx, ax)

@@ -33,6 +33,7 @@ from jax_mergepath._checks import (
     normalize_axis,
     row_lengths,
 )
+from jax_mergepath._gather import concatenate_bits
 from jax_mergepath._primitives import Payload, co_rank_p, is_sorted_p, merge_p
 
 
@@ -93,12 +94,12 @@ def _merge_last_axis(
     full_rows: a_valid and b_valid are the full lengths (no a_length / b_length given)."""
     m, n = a.shape[-1], b.shape[-1]
     if m == 0 or n == 0 or a.size + b.size == 0:
-        keys = jnp.concatenate([a, b], axis=-1)
+        keys = concatenate_bits((a, b), -1)
         if payload == Payload.INDEX:
             idx = jnp.broadcast_to(jnp.arange(m + n, dtype=np.int32), keys.shape)
             return keys, idx
         if payload == Payload.VALUE:
-            return keys, jnp.concatenate(values, axis=-1)
+            return keys, concatenate_bits(tuple(values), -1)
         return keys, None
     outs = merge_p.bind(
         a, b, a_valid, b_valid, *values, descending=descending, payload=int(payload), runs=False,
@@ -173,7 +174,7 @@ def merge_by_key(
     keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, True)
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
-        gather_along(jnp.concatenate([va, vb], axis=ax), idx, ax)
+        gather_along(concatenate_bits((va, vb), ax), idx, ax)
         for va, vb in zip(a_leaves, b_leaves, strict=True)
     ]
     return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, out_leaves)

@@ -36,6 +36,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
+from jax_mergepath._gather import concatenate_bits, take_along_bits
 from jax_mergepath._lowering import batch_dims_of, ffi_call, is_static, row_workspace
 
 
@@ -183,8 +184,8 @@ def _merge_jvp(primals, tangents, *, descending, payload, runs, full_rows):
         primal_out.append(idx)
         tangent_out.append(ad.Zero(jax.typeof(idx).to_tangent_aval()))
     elif payload == Payload.VALUE:
-        src = values[0] if runs else jnp.concatenate(values, axis=-1)
-        primal_out.append(jnp.take_along_axis(src, idx, axis=-1))
+        src = values[0] if runs else concatenate_bits(tuple(values), -1)
+        primal_out.append(take_along_bits(src, idx, -1))
         value_tangents = tangents[4:]
         tangent_out.append(_gather_tangent(value_tangents, values, idx, runs))
     return primal_out, tangent_out
@@ -317,7 +318,7 @@ def _sort_jvp(primals, tangents, *, descending, payload):
         primal_out.append(idx)
         tangent_out.append(ad.Zero(jax.typeof(idx).to_tangent_aval()))
     elif payload == Payload.VALUE:
-        primal_out.append(jnp.take_along_axis(values[0], idx, axis=-1))
+        primal_out.append(take_along_bits(values[0], idx, -1))
         tangent_out.append(_gather_tangent(tangents[1:], values, idx, runs=True))
     return primal_out, tangent_out
 

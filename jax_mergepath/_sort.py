@@ -30,6 +30,7 @@ from jax_mergepath._checks import (
     gather_along,
     normalize_axis,
 )
+from jax_mergepath._gather import take_along_bits
 from jax_mergepath._order import pack_groups, pack_order_keys
 from jax_mergepath._primitives import Payload, searchsorted_p, sort_p
 
@@ -259,8 +260,8 @@ def lax_sort(
             first, perm = _sort_last_axis(last[0], (), False, Payload.INDEX)
         else:
             perm = _lexsort_indices(last[:num_keys], op)
-            first = jnp.take_along_axis(last[0], perm, axis=-1)
-        out = [first, *(jnp.take_along_axis(x, perm, axis=-1) for x in last[1:])]
+            first = take_along_bits(last[0], perm, -1)
+        out = [first, *(take_along_bits(x, perm, -1) for x in last[1:])]
     out = [jnp.moveaxis(x, -1, ax) for x in out]
     return out[0] if single else tuple(out)
 

@@ -1,6 +1,6 @@
 # Regressions found in review: sub-byte value dtypes, narrow or huge integer lengths / splits /
 # positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors, empty
-# batches of co_rank, Python floats beside bfloat16 keys.
+# batches of co_rank, Python floats beside bfloat16 keys, bfloat16 NaN payloads through gathers.
 from __future__ import annotations
 
 import jax
@@ -88,3 +88,29 @@ def test_python_floats_beside_bfloat16_keys_take_their_dtype():
         out = jmp.merge(jnp.array([1.0, 3.0], dtype), [2.5])
         assert out.dtype == dtype
         np.testing.assert_array_equal(np.asarray(out, np.float32), [1.0, 2.5, 3.0])
+
+
+def test_values_moved_by_a_gather_keep_their_bits():
+    # sort_by_key / merge_by_key with several value leaves, lax_sort with num_keys=2 or with
+    # several operands move values by a gather: XLA's CPU gather of bfloat16 rewrote NaN
+    # payloads (0x7f81 -> 0x7fc0); outputs are the inputs gathered, bit for bit.
+    bits = np.array([0x7F81, 0x3F80, 0xFF82, 0x8000], np.uint16)
+    v = jnp.asarray(bits.view(jnp.bfloat16))
+    keys = jnp.array([3, 0, 2, 1], jnp.int32)
+    order = np.argsort(np.asarray(keys), kind="stable")
+
+    def same_bits(x, want):
+        assert np.array_equal(np.asarray(x).view(np.uint16), want)
+
+    _, out = jmp.sort_by_key(keys, {"a": v, "b": v})
+    same_bits(out["a"], bits[order])
+    same_bits(out["b"], bits[order])
+    same_bits(jmp.lax_sort((keys, v, v))[1], bits[order])
+    same_bits(jmp.lax_sort((keys, v), num_keys=2)[1], bits[order])
+    by_v = jmp.lax_sort((v, keys), num_keys=2)[0]  # -0.0, 1, then the NaNs (equal) by keys
+    same_bits(by_v, bits[[3, 1, 2, 0]])
+    a_keys, b_keys = jnp.array([0, 2], jnp.int32), jnp.array([1, 3], jnp.int32)
+    _, vals = jmp.merge_by_key(a_keys, b_keys, {"x": v[:2], "y": v[:2]}, {"x": v[2:], "y": v[2:]})
+    same_bits(vals["x"], bits[[0, 2, 1, 3]])
+    same_bits(jmp.merge(v, v[:0]), bits)  # an empty side: no kernel, the inputs concatenated
+    same_bits(jmp.merge_by_key(v[:0], v, v[:0], v)[1], bits)
