@@ -45,8 +45,8 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
     # types are void-kind too, but jax takes them)
     if dtype.kind in "USOMm" or dtype.fields is not None:
         raise TypeError(
-            f"jax_mergepath.{op}: {name} has dtype {dtype}, which JAX arrays cannot hold; "
-            f"keys must be one of: {supported_names()}"
+            f"jax_mergepath.{op}: {name} has dtype {dtype}, which JAX arrays cannot hold "
+            f"(numeric or bool arrays only; keys may be: {supported_names()})"
         )
 
 

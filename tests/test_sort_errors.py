@@ -135,8 +135,12 @@ def test_sort_by_key_bad_arguments(exc, match, specs, kw):
 
 
 def test_sort_by_key_string_keys_and_long_axis():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"keys has dtype <U1"):
         jmp.sort_by_key(np.array(["b", "a"]), np.arange(2))
+    # string values: the message names values, and lists key dtypes only as keys'
+    with pytest.raises(TypeError, match=r"values has dtype <U1.*numeric or bool arrays only; "
+                       r"keys may be: bfloat16"):
+        jmp.sort_by_key(np.arange(2), np.array(["b", "a"]))
     with pytest.raises(ValueError):
         jax.eval_shape(jmp.sort_by_key, S((2**31,), jnp.int8), S((2**31,), jnp.int8))
 
