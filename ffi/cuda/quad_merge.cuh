@@ -81,10 +81,9 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
       d, map.tile, runs.la, runs.lb, runs.lc, runs.ld,
       [&](int64_t k) { return int64_t{__ldg(xs + k)}; },
       [&](int64_t k) { return int64_t{__ldg(ys + k)}; },
-      [&](int64_t i) { return directed_key<Traits>(__ldg(a_keys + i), flip); },
-      [&](int64_t i) { return directed_key<Traits>(__ldg(b_keys + i), flip); },
-      [&](int64_t i) { return directed_key<Traits>(__ldg(c_keys + i), flip); },
-      [&](int64_t i) { return directed_key<Traits>(__ldg(d_keys + i), flip); });
+      [&](int64_t i) { return __ldg(a_keys + i); }, [&](int64_t i) { return __ldg(b_keys + i); },
+      [&](int64_t i) { return __ldg(c_keys + i); }, [&](int64_t i) { return __ldg(d_keys + i); },
+      [&](Bits raw) { return directed_key<Traits>(raw, flip); });
   quad_splits[3 * id] = static_cast<int32_t>(s.x);
   quad_splits[3 * id + 1] = static_cast<int32_t>(s.a);
   quad_splits[3 * id + 2] = static_cast<int32_t>(s.c);

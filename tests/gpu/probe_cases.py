@@ -6,7 +6,8 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
 4096+4096), vmapNi (the same with return_indices, e.g. vmap32i), merge_i32 / merge_f32 /
 merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted (int32 2^27 already sorted), sort_i32 /
-sort_i64 / argsort_i64 (2^27 random), sort_i32_N (int32 2^N random, e.g. sort_i32_20), search
+sort_i64 / argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N), sort_i32_N (int32 2^N
+random, e.g. sort_i32_20), search
 (searchsorted of 2^23 sorted queries in 2^23 sorted int32; search_N: 2^N in 2^N), rows64 /
 rows512 / rows4096 (2^26 int32 sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
 an XLA kernel of a merge's bytes), plus1_small (x + 1 of 1024 int32: the dispatch floor),
@@ -90,12 +91,14 @@ def case(name: str):
     if name == "sort_i32":
         x = jax.random.randint(jax.random.key(4), (2**27,), -(2**30), 2**30, jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
-    if name == "sort_i64":  # quad passes (8-byte keys, 2^30 bytes a pass)
-        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
+    if sized := re.fullmatch(r"(arg)?sort_i64(?:_(\d+))?", name):  # 2^N int64 (N = 27 default):
+        # sort: quad passes (8-byte keys, 2^30 bytes a pass at 2^27); argsort: 8-byte keys with
+        # positions, wide block sort, quad passes
+        x = jax.random.randint(jax.random.key(4), (2 ** int(sized[2] or 27),), -(2**62), 2**62,
+                               jnp.int64)
+        if sized[1]:
+            return jax.jit(jmp.argsort), (x,), jnp.argsort(x, stable=True).astype(jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
-    if name == "argsort_i64":  # 8-byte keys with positions: wide block sort, quad passes
-        x = jax.random.randint(jax.random.key(4), (2**27,), -(2**62), 2**62, jnp.int64)
-        return jax.jit(jmp.argsort), (x,), jnp.argsort(x, stable=True).astype(jnp.int32)
     if name == "lexsort":  # the bench's lax_sort num_keys=2 at 2^24 (packed 64-bit keys)
         n = 2**24
         ops = (jax.random.randint(jax.random.key(31), (n,), 0, n // 16, jnp.int32),

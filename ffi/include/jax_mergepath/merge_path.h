@@ -141,36 +141,43 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
   return {p0 < length ? p0 : length, s0, p1, p1 >= length ? lp : split_at(k + 1)};
 }
 
-// The four runs of a quad: lengths and order-key readers.
-template <typename KeyA, typename KeyB, typename KeyC, typename KeyD>
+// The four runs of a quad: lengths, raw readers (raw_a(i) .. raw_d(i): the element at i, as
+// stored) and `order` (raw value -> the directed order key that `<` compares: ordering.h). Raw
+// reads and the order apart, so a search can issue several loads before it uses any.
+template <typename RawA, typename RawB, typename RawC, typename RawD, typename Order>
 struct QuadKeys {
   int64_t la, lb, lc, ld;
-  const KeyA& key_a;
-  const KeyB& key_b;
-  const KeyC& key_c;
-  const KeyD& key_d;
+  const RawA& raw_a;
+  const RawB& raw_b;
+  const RawC& raw_c;
+  const RawD& raw_d;
+  const Order& order;
+
+  // The element of run r (0..3: A, B, C, D) at i, as stored / as its order key.
+  JMP_HD auto raw_of(int r, int64_t i) const {
+    return r == 0 ? raw_a(i) : (r == 1 ? raw_b(i) : (r == 2 ? raw_c(i) : raw_d(i)));
+  }
+  JMP_HD auto key_of(int r, int64_t i) const { return order(raw_of(r, i)); }
 
   // X[i] (i < la + lb) from X's split (a, i - a): the next output there.
   JMP_HD auto x_next(int64_t a, int64_t i) const {
+    const auto key_a = [&](int64_t k) { return key_of(0, k); };
+    const auto key_b = [&](int64_t k) { return key_of(1, k); };
     return b_first(a, i - a, la, lb, key_a, key_b) ? key_b(i - a) : key_a(a);
   }
   // Y[m - 1] (1 <= m <= lc + ld) from Y's split (c, m - c): the last output before it (D's on
   // a tie: it went after C's).
   JMP_HD auto y_last(int64_t c, int64_t m) const {
     const int64_t e = m - c;
-    if (c == 0) return key_d(e - 1);
-    if (e == 0) return key_c(c - 1);
-    const auto from_c = key_c(c - 1), from_d = key_d(e - 1);
+    if (c == 0) return key_of(3, e - 1);
+    if (e == 0) return key_of(2, c - 1);
+    const auto from_c = key_of(2, c - 1), from_d = key_of(3, e - 1);
     return from_d < from_c ? from_c : from_d;
   }
   // b_first of the merge of X with Y at X split i (Y split m = d - i), from the pairs' splits
   // there: Y's element goes first only when strictly smaller.
   JMP_HD bool y_before(int64_t a, int64_t i, int64_t c, int64_t m) const {
     return y_last(c, m) < x_next(a, i);
-  }
-  // The key of run r (0..3: A, B, C, D) at i.
-  JMP_HD auto key_of(int r, int64_t i) const {
-    return r == 0 ? key_a(i) : (r == 1 ? key_b(i) : (r == 2 ? key_c(i) : key_d(i)));
   }
   // The counts of the four runs among the first d outputs of their stable merge (summing to d),
   // each known to lie in [lo[r], hi[r]]: bisections of every open bracket at once. A step has
@@ -184,18 +191,22 @@ struct QuadKeys {
   // The last middle or the first is always decided (one of the two sums passes), often more:
   // the same loads as one bracket a step, fewer steps in a row (host count on random keys,
   // width 2^15, tile 2805: 33 steps instead of 43). The settled brackets' next middles are
-  // independent loads. (Also tried: a middle decided by order against the last element known
-  // to be among the first d and the first known not to be: 26 steps, but the partition took
-  // 20% longer on an H100; NOTES.md.) Loops unrolled over the runs: no runtime array index.
+  // independent loads, all issued before any is used (load_middles). (Also tried: a middle
+  // decided by order against the last element known to be among the first d and the first
+  // known not to be: 26 steps, but the partition took 20% longer on an H100; NOTES.md.) Loops
+  // unrolled over the runs: no runtime array index.
   JMP_HD void four_way_split(int64_t d, int64_t (&lo)[4], int64_t (&hi)[4]) const {
-    using Key = decltype(key_a(0));
+    using Key = decltype(key_of(0, 0));
     int64_t mid[4];
     Key middle[4];
+    bool load[4];
     JMP_UNROLL
     for (int r = 0; r < 4; ++r) {
       mid[r] = (lo[r] + hi[r]) >> 1;
-      middle[r] = lo[r] < hi[r] ? key_of(r, mid[r]) : Key(0);
+      middle[r] = Key(0);
+      load[r] = lo[r] < hi[r];
     }
+    load_middles(mid, load, middle);
     for (;;) {
       bool open[4], out[4], in[4];  // decided on this step's brackets, applied after
       bool any = false;
@@ -222,20 +233,37 @@ struct QuadKeys {
       for (int r = 0; r < 4; ++r) {
         hi[r] = out[r] ? mid[r] : hi[r];
         lo[r] = in[r] ? mid[r] + 1 : lo[r];
-        if (out[r] || in[r]) {
-          mid[r] = (lo[r] + hi[r]) >> 1;
-          if (lo[r] < hi[r]) middle[r] = key_of(r, mid[r]);
-        }
+        mid[r] = (lo[r] + hi[r]) >> 1;  // unchanged where the bracket is
+        load[r] = (out[r] || in[r]) && lo[r] < hi[r];
       }
+      load_middles(mid, load, middle);
     }
+  }
+
+  // middle[r] = the order key at mid[r] of every run r with load[r]: the raw loads first, then
+  // their order keys. (A load and its order key together, one run after the other, made each
+  // step of four_way_split wait for its loads one at a time on an H100: ncu put 60% of the
+  // quad partition's stall samples on the order key after each load; NOTES.md.)
+  template <typename Key>
+  JMP_HD void load_middles(const int64_t (&mid)[4], const bool (&load)[4], Key (&middle)[4]) const {
+    using Raw = decltype(raw_of(0, 0));
+    Raw raw[4];
+    JMP_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      raw[r] = Raw(0);
+      if (load[r]) raw[r] = raw_of(r, mid[r]);
+    }
+    JMP_UNROLL
+    for (int r = 0; r < 4; ++r) middle[r] = load[r] ? order(raw[r]) : middle[r];
   }
 };
 
-template <typename KeyA, typename KeyB, typename KeyC, typename KeyD>
-JMP_HD QuadKeys<KeyA, KeyB, KeyC, KeyD> quad_keys(int64_t la, int64_t lb, int64_t lc, int64_t ld,
-                                                  const KeyA& key_a, const KeyB& key_b,
-                                                  const KeyC& key_c, const KeyD& key_d) {
-  return {la, lb, lc, ld, key_a, key_b, key_c, key_d};
+template <typename RawA, typename RawB, typename RawC, typename RawD, typename Order>
+JMP_HD QuadKeys<RawA, RawB, RawC, RawD, Order> quad_keys(int64_t la, int64_t lb, int64_t lc,
+                                                         int64_t ld, const RawA& raw_a,
+                                                         const RawB& raw_b, const RawC& raw_c,
+                                                         const RawD& raw_d, const Order& order) {
+  return {la, lb, lc, ld, raw_a, raw_b, raw_c, raw_d, order};
 }
 
 // Brackets of a quad split: X's and Y's sampled splits around the outputs x of X and d - x of
@@ -275,12 +303,13 @@ JMP_HD QuadBrackets quad_brackets(const Keys& q, int64_t d, int64_t tile, const 
 // samples (quad_brackets), whose brackets bound the four runs' counts (A's by X's sampled
 // splits, B's by X's outputs less A's, C's and D's by Y's), then QuadKeys::four_way_split inside
 // them: ~4 log2(tile) dependent loads.
-template <typename XSplits, typename YSplits, typename KeyA, typename KeyB, typename KeyC,
-          typename KeyD>
+template <typename XSplits, typename YSplits, typename RawA, typename RawB, typename RawC,
+          typename RawD, typename Order>
 JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
-                              int64_t ld, const XSplits& xs, const YSplits& ys, const KeyA& key_a,
-                              const KeyB& key_b, const KeyC& key_c, const KeyD& key_d) {
-  const auto q = quad_keys(la, lb, lc, ld, key_a, key_b, key_c, key_d);
+                              int64_t ld, const XSplits& xs, const YSplits& ys, const RawA& raw_a,
+                              const RawB& raw_b, const RawC& raw_c, const RawD& raw_d,
+                              const Order& order) {
+  const auto q = quad_keys(la, lb, lc, ld, raw_a, raw_b, raw_c, raw_d, order);
   const QuadBrackets b = quad_brackets(q, d, tile, xs, ys);
   const PairBracket& x = b.x;
   const PairBracket& y = b.y;
