@@ -42,9 +42,9 @@ namespace jax_mergepath {
 // nothing. The first step takes what is left over the powers of 32, so the last probes 32
 // consecutive elements. The same split as co_rank for sorted input, and in [lo, hi] always.
 // All lanes return it.
-template <typename KeyA, typename KeyB>
+template <typename KeyA, typename KeyB, typename Order>
 __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
-                                const KeyA& key_a, const KeyB& key_b) {
+                                const KeyA& key_a, const KeyB& key_b, const Order& order) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t lo = co_rank_lower(k, n);
   const int64_t hi = co_rank_upper(k, m);
@@ -57,7 +57,7 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
     const int64_t offset = (lane + 1) * stride;
     const int64_t i = count + offset - 1;
     const bool before = offset <= width && i < hi &&
-                        (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b));
+                        (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b, order));
     const unsigned befores = __ballot_sync(0xffffffffu, before);
     count += (befores == 0xffffffffu ? 32 : __ffs(~befores) - 1) * stride;
     if (shift == 0) break;
@@ -66,9 +66,9 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   return count < lo ? lo : (count > hi ? hi : count);
 }
 
-// search(key_a, key_b) with the directed keys of merge g's A and B rows (at g.a_offset /
-// g.b_offset of a_all / b_all), read from global memory: the partition's searches and the
-// self-splitting tiles' share them.
+// search(key_a, key_b, order) with readers of merge g's A and B rows (at g.a_offset / g.b_offset
+// of a_all / b_all) in global memory, and `order` their directed keys (merge_path.h b_first):
+// the partition's searches and the self-splitting tiles' share them.
 template <typename Traits, typename Search>
 __device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
                                                    const typename Traits::Bits* a_all,
@@ -77,9 +77,10 @@ __device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
                                                    const Search& search) {
   const typename Traits::Bits* a = a_all + g.a_offset;
   const typename Traits::Bits* b = b_all + g.b_offset;
-  auto key_a = [&](int64_t i) { return directed_key<Traits>(__ldg(a + i), flip); };
-  auto key_b = [&](int64_t j) { return directed_key<Traits>(__ldg(b + j), flip); };
-  return search(key_a, key_b);
+  auto key_a = [&](int64_t i) { return __ldg(a + i); };
+  auto key_b = [&](int64_t j) { return __ldg(b + j); };
+  auto order = [&](typename Traits::Bits bits) { return directed_key<Traits>(bits, flip); };
+  return search(key_a, key_b, order);
 }
 
 // The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
@@ -88,9 +89,10 @@ __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
                                               const typename Traits::Bits* a_all,
                                               const typename Traits::Bits* b_all,
                                               typename Traits::Bits flip, int64_t k) {
-  return search_row_keys<Traits>(g, a_all, b_all, flip, [&](const auto& key_a, const auto& key_b) {
-    return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b);
-  });
+  return search_row_keys<Traits>(
+      g, a_all, b_all, flip, [&](const auto& key_a, const auto& key_b, const auto& order) {
+        return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b, order);
+      });
 }
 
 // One warp (kWarpSearch: warp_split) or one thread (grid_co_rank_search) per tile boundary;
@@ -119,12 +121,15 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
     if constexpr (kWarpSearch) {
       split = warp_split<Traits>(g, a_all, b_all, flip, k);
     } else {
-      split = search_row_keys<Traits>(g, a_all, b_all, flip, [&](const auto& key_a,
-                                                                 const auto& key_b) {
-        return grid_co_rank_search(
-            co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
-            [&](int64_t i) { return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b); });
-      });
+      split = search_row_keys<Traits>(
+          g, a_all, b_all, flip,
+          [&](const auto& key_a, const auto& key_b, const auto& order) {
+            return grid_co_rank_search(co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
+                                       [&](int64_t i) {
+                                         return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b,
+                                                        order);
+                                       });
+          });
     }
     if (!kWarpSearch || (threadIdx.x & 31) == 0) {
       splits[id] = static_cast<int32_t>(split);

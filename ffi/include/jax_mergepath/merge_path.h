@@ -23,13 +23,25 @@
 
 namespace jax_mergepath {
 
-// True iff B[j] precedes A[i] in the merged output (both exist). key_a(i) / key_b(j) return
-// directed order keys (ordering.h) and are called only for valid elements.
-template <typename Index, typename KeyA, typename KeyB>
-JMP_HD bool b_first(Index i, Index j, Index mv, Index nv, const KeyA& key_a, const KeyB& key_b) {
+// The order of readers that return directed order keys already.
+struct KeysAsRead {
+  template <typename Key>
+  JMP_HD Key operator()(Key key) const { return key; }
+};
+
+// True iff B[j] precedes A[i] in the merged output (both exist). key_a(i) / key_b(j) read the
+// elements, `order` maps what they return to directed order keys (ordering.h; by default they
+// return those keys); they are called only for valid elements. Both elements are read before
+// either is ordered, so a GPU search step waits for its two loads once (with each load's order
+// key right after it, ptxas issued the second load only after the first had arrived; NOTES.md).
+template <typename Index, typename KeyA, typename KeyB, typename Order = KeysAsRead>
+JMP_HD bool b_first(Index i, Index j, Index mv, Index nv, const KeyA& key_a, const KeyB& key_b,
+                    const Order& order = {}) {
   if (j >= nv) return false;  // B's invalid tail comes after all of A
   if (i >= mv) return true;   // A's invalid tail comes after B's valid part
-  return key_b(j) < key_a(i);
+  const auto b = key_b(j);
+  const auto a = key_a(i);
+  return order(b) < order(a);
 }
 
 // The side of the next output at split (i, j) of ranges of m and n elements (mv / nv valid): B
@@ -161,9 +173,7 @@ struct QuadKeys {
 
   // X[i] (i < la + lb) from X's split (a, i - a): the next output there.
   JMP_HD auto x_next(int64_t a, int64_t i) const {
-    const auto key_a = [&](int64_t k) { return key_of(0, k); };
-    const auto key_b = [&](int64_t k) { return key_of(1, k); };
-    return b_first(a, i - a, la, lb, key_a, key_b) ? key_b(i - a) : key_a(a);
+    return b_first(a, i - a, la, lb, raw_a, raw_b, order) ? key_of(1, i - a) : key_of(0, a);
   }
   // Y[m - 1] (1 <= m <= lc + ld) from Y's split (c, m - c): the last output before it (D's on
   // a tie: it went after C's).
@@ -171,7 +181,8 @@ struct QuadKeys {
     const int64_t e = m - c;
     if (c == 0) return key_of(3, e - 1);
     if (e == 0) return key_of(2, c - 1);
-    const auto from_c = key_of(2, c - 1), from_d = key_of(3, e - 1);
+    const auto raw_c_last = raw_of(2, c - 1), raw_d_last = raw_of(3, e - 1);  // both loads first
+    const auto from_c = order(raw_c_last), from_d = order(raw_d_last);
     return from_d < from_c ? from_c : from_d;
   }
   // b_first of the merge of X with Y at X split i (Y split m = d - i), from the pairs' splits

@@ -293,8 +293,10 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 // two results, with (threads - 1) x items outputs (the first level pads X's outputs to whole
 // threads). Its partition costs more than two two-way ones (the split of a quad tile boundary:
 // ~60 key loads, ~60 dependent steps over two launches, one thread a boundary, about one wave
-// whatever the size: ~75-85 us a pass at 2^25 keys, ~110 us at 2^27 on an H100), so quads pay
-// only on large sorts.
+// whatever the size: ~75-85 us a pass at 2^25 keys, ~110 us at 2^27 on an H100, before
+// four_way_split issued a step's loads together; ~50 / ~64 us since, benchmarks/
+// h100_quad_split_loads_ab.txt), so quads pay only on large sorts. (The thresholds below were
+// measured with the slower split; cheaper splits may move them down: not measured yet.)
 // tests/gpu/quad_sweep.cu on an H100 (one quad pass against the two two-way passes it replaces;
 // benchmarks/h100_quad_sweep_cp_async.txt), runs of 2^15: 2^27 int32 keys 694 vs 797 us (256 x
 // 19, 4 blocks), float32 keys + int32 values 963 vs 1559 us (256 x 15, 3 blocks), 2^26 int64
