@@ -168,8 +168,7 @@ NB_MODULE(_cpu, m) {
         const std::vector<int64_t> xs = samples(la, lb, ka, kb), ys = samples(lc, ld, kc, kd);
         const jmp::QuadSplit s = jmp::quad_co_rank(
             diag, tile, la, lb, lc, ld, [&](int64_t k) { return xs.at(size_t(k)); },
-            [&](int64_t k) { return ys.at(size_t(k)); }, ka, kb, kc, kd,
-            [](int64_t key) { return key; });
+            [&](int64_t k) { return ys.at(size_t(k)); }, ka, kb, kc, kd, jmp::KeysAsRead{});
         return nb::make_tuple(s.x, s.a, s.c);
       },
       "(x, a, c) of a quad pass's split at diagonal diag (a multiple of tile, or the end) of "

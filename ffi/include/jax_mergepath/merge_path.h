@@ -313,7 +313,8 @@ JMP_HD QuadBrackets quad_brackets(const Keys& q, int64_t d, int64_t tile, const 
 // The quad split of diagonal d: x is co_rank(d) of the merge of X with Y. Its tile from the
 // samples (quad_brackets), whose brackets bound the four runs' counts (A's by X's sampled
 // splits, B's by X's outputs less A's, C's and D's by Y's), then QuadKeys::four_way_split inside
-// them: ~4 log2(tile) dependent loads.
+// them: up to 4 log2(tile) loads, each step's issued together (33 steps at tile 2805 on random
+// keys, above).
 template <typename XSplits, typename YSplits, typename RawA, typename RawB, typename RawC,
           typename RawD, typename Order>
 JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, int64_t lc,
