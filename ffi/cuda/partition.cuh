@@ -42,9 +42,9 @@ namespace jax_mergepath {
 // nothing. The first step takes what is left over the powers of 32, so the last probes 32
 // consecutive elements. The same split as co_rank for sorted input, and in [lo, hi] always.
 // All lanes return it.
-template <typename KeyA, typename KeyB, typename Order>
+template <typename RawA, typename RawB, typename Order>
 __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
-                                const KeyA& key_a, const KeyB& key_b, const Order& order) {
+                                const RawA& raw_a, const RawB& raw_b, const Order& order) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t lo = co_rank_lower(k, n);
   const int64_t hi = co_rank_upper(k, m);
@@ -57,7 +57,7 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
     const int64_t offset = (lane + 1) * stride;
     const int64_t i = count + offset - 1;
     const bool before = offset <= width && i < hi &&
-                        (i < lo || !b_first(i, k - 1 - i, mv, nv, key_a, key_b, order));
+                        (i < lo || !b_first(i, k - 1 - i, mv, nv, raw_a, raw_b, order));
     const unsigned befores = __ballot_sync(0xffffffffu, before);
     count += (befores == 0xffffffffu ? 32 : __ffs(~befores) - 1) * stride;
     if (shift == 0) break;
@@ -66,7 +66,7 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   return count < lo ? lo : (count > hi ? hi : count);
 }
 
-// search(key_a, key_b, order) with readers of merge g's A and B rows (at g.a_offset / g.b_offset
+// search(raw_a, raw_b, order) with readers of merge g's A and B rows (at g.a_offset / g.b_offset
 // of a_all / b_all) in global memory, and `order` their directed keys (merge_path.h b_first):
 // the partition's searches and the self-splitting tiles' share them.
 template <typename Traits, typename Search>
@@ -77,10 +77,10 @@ __device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
                                                    const Search& search) {
   const typename Traits::Bits* a = a_all + g.a_offset;
   const typename Traits::Bits* b = b_all + g.b_offset;
-  auto key_a = [&](int64_t i) { return __ldg(a + i); };
-  auto key_b = [&](int64_t j) { return __ldg(b + j); };
+  auto raw_a = [&](int64_t i) { return __ldg(a + i); };
+  auto raw_b = [&](int64_t j) { return __ldg(b + j); };
   auto order = [&](typename Traits::Bits bits) { return directed_key<Traits>(bits, flip); };
-  return search(key_a, key_b, order);
+  return search(raw_a, raw_b, order);
 }
 
 // The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
@@ -90,8 +90,8 @@ __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
                                               const typename Traits::Bits* b_all,
                                               typename Traits::Bits flip, int64_t k) {
   return search_row_keys<Traits>(
-      g, a_all, b_all, flip, [&](const auto& key_a, const auto& key_b, const auto& order) {
-        return warp_co_rank(k, g.m, g.n, g.mv, g.nv, key_a, key_b, order);
+      g, a_all, b_all, flip, [&](const auto& raw_a, const auto& raw_b, const auto& order) {
+        return warp_co_rank(k, g.m, g.n, g.mv, g.nv, raw_a, raw_b, order);
       });
 }
 
@@ -104,7 +104,7 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
   grid_prologue();
   using Bits = typename Traits::Bits;
   constexpr int kPerBlock = kWarpSearch ? kPartitionThreads / 32 : kPartitionThreads;
-  constexpr int kMaskWords = (kPerBlock - 1 + 31) / 32;  // tuning.h partition_mask_words
+  constexpr int kMaskWords = partition_mask_words_of(kPerBlock - 1);
   __shared__ int32_t split_of[kPerBlock];
   __shared__ uint32_t broken_pairs[kMaskWords];
   const int local = kWarpSearch ? static_cast<int>(threadIdx.x >> 5) : static_cast<int>(threadIdx.x);
@@ -123,10 +123,10 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
     } else {
       split = search_row_keys<Traits>(
           g, a_all, b_all, flip,
-          [&](const auto& key_a, const auto& key_b, const auto& order) {
+          [&](const auto& raw_a, const auto& raw_b, const auto& order) {
             return grid_co_rank_search(co_rank_lower(k, g.n), co_rank_upper(k, g.m), g.m,
                                        [&](int64_t i) {
-                                         return b_first(i, k - 1 - i, g.mv, g.nv, key_a, key_b,
+                                         return b_first(i, k - 1 - i, g.mv, g.nv, raw_a, raw_b,
                                                         order);
                                        });
           });

@@ -167,8 +167,15 @@ constexpr int64_t partition_blocks(int64_t boundaries) {
 // partition then leaves, after the splits, one flag a partition block (some pair of its
 // boundaries does not chain up) and, for the merges it shares with its neighbours, which pairs:
 // a mask of partition_mask_words int32 a block (bit j: the block's j-th boundary pair).
+// Words of the mask of a block of `pairs` boundary pairs (its fresh boundaries), 32 a word; any
+// integer type (the merge kernel computes it in 32 bits).
+template <typename Int>
+constexpr Int partition_mask_words_of(Int pairs) {
+  return (pairs + 31) / 32;
+}
+
 constexpr int64_t partition_mask_words(int64_t boundaries) {
-  return ceil_div(partition_boundaries_per_block(boundaries) - 1, 32);
+  return partition_mask_words_of(partition_boundaries_per_block(boundaries) - 1);
 }
 
 constexpr int64_t partition_flag_elements(int64_t boundaries) {
