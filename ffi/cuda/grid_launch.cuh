@@ -1,10 +1,12 @@
 // grid_launch.cuh: how every kernel of the package is launched: with programmatic dependent
 // launch (Hopper), so a kernel's blocks are made resident while the kernel before it in the
 // stream finishes (the launch gap between two kernels of one call, ~2 us on an H100, goes;
-// NOTES.md), and nothing else changes: every kernel starts with grid_prologue(), which waits
-// until the previous kernel has completed and its writes are visible before the kernel touches
-// memory. Order and visibility are exactly those of plain stream order; without programmatic
-// launch (older GPUs, a graph without the edge) the prologue is a no-op. A build with code for
+// NOTES.md). Every kernel starts with grid_prologue(), which waits until the previous kernel has
+// completed and its writes are visible before the kernel touches memory. One exception: a
+// partition pass followed by a tiled merge with early tiles (merge_kernels.cuh) starts with
+// grid_prologue_waiting_first(), and those tiles, which read only what was written before the
+// partition, never wait. So every read sees exactly what plain stream order gives it. Without programmatic launch (older GPUs, a
+// graph without the edge) the kernels simply run one after the other. A build with code for
 // an architecture below sm_90 (CMakeLists.txt defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches
 // plainly: such code has no prologue (griddepcontrol needs sm_90), and PTX of it compiled for a
 // Hopper GPU at load time must not overlap the kernel before it.
@@ -16,13 +18,35 @@
 
 namespace jax_mergepath {
 
+// Lets the next kernel of the stream be scheduled: its blocks may start once every block of this
+// one has called this (or exited).
+__device__ __forceinline__ void grid_let_next_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Waits until the previous kernel of the stream has completed and its writes are visible.
+__device__ __forceinline__ void grid_wait_for_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // First statement of every kernel: lets the next kernel of the stream be scheduled once every
 // block of this one has started, then waits for the previous kernel to complete.
 __device__ __forceinline__ void grid_prologue() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  grid_let_next_start();
+  grid_wait_for_previous();
+}
+
+// The other first statement, for a kernel whose successor has blocks that skip the wait (the
+// tiled merge's early tiles, merge_kernels.cuh): waits first, so by the time the successor's
+// blocks start, every kernel before this one has completed and its writes are visible. Only
+// this kernel's own writes are not: blocks that read them must wait for it.
+__device__ __forceinline__ void grid_prologue_waiting_first() {
+  grid_wait_for_previous();
+  grid_let_next_start();
 }
 
 // Enqueues kernel<<<grid, block, shared_bytes, stream>>>(args...) with programmatic stream

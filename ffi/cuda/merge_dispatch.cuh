@@ -1,11 +1,13 @@
 // merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
 // enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
 // on `stream`: for rows no longer than a tile the rows kernel (full rows) or the packed kernel
-// (ragged rows), else the partition pass and the tiled kernel (small batches without order
-// checks: the tiled kernel alone, its blocks searching their own splits, tuning.h
-// merge_splits_in_tiles). No allocation, no host sync: the partition workspace is the caller's
-// merge_workspace_elements() int32 (tuning.h). Used by
-// merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
+// (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
+// tiles search their own splits beside the pass, tuning.h merge_early_tiles; small batches
+// without order checks launch the tiled kernel alone, every block searching its own,
+// merge_splits_in_tiles). No
+// allocation, no host sync: the partition workspace is the caller's merge_workspace_elements()
+// int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the
+// tile sweeps (tests/gpu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -84,8 +86,9 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const TileMap map = tile_map(layout, kTile);
   if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   const bool self_split = merge_splits_in_tiles(layout, kPayload, map, Policy::kMinBlocks);
+  const int64_t early_tiles = merge_early_tiles(layout, map, Policy::kMinBlocks);
   if (!self_split) {
-    if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream);
+    if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream, early_tiles > 0);
         err != cudaSuccess) {
       return err;
     }
@@ -94,7 +97,8 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
       merge_checks_order(layout, kPayload) ? workspace + map.boundaries() : nullptr;
   auto* kernel = merge_tiled_kernel<Traits, kPayload, Value, Policy>;
   return launch_kernel(kernel, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
-                       self_split ? nullptr : workspace, flip, map, chain_flags);
+                       self_split ? nullptr : workspace, flip, map, chain_flags,
+                       static_cast<uint32_t>(early_tiles));
 }
 
 // The runtime payload of a merge call -> launch_merge's template (values move as raw bits).

@@ -2,7 +2,8 @@
 // level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
 //
 // Merges longer than a tile ("tiled"), after the partition pass (partition.cuh) wrote every tile
-// boundary's split: one block per tile loads the tile's exact A and B ranges into shared memory
+// boundary's split (large sort passes: the first tiles search their own while it runs; small
+// batches without order checks have no pass): one block per tile loads the tile's exact A and B ranges into shared memory
 // (16-byte loads), every thread finds its split by co_rank in shared memory and merges kItems
 // outputs into registers (merge_full when the tile has no ragged tail, merge_general otherwise),
 // and each warp stores its outputs through shared memory, coalesced; indices or values follow.
@@ -262,9 +263,9 @@ __device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int 
 // One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
 // tail inside them (every tile of a full-length merge) take the branch-free thread merge.
 // splits: the partition pass's, or null when the block searches its own (tuning.h
-// merge_splits_in_tiles). chain_flags: the partition's (merge_checks_order), else null (no
-// check: a sort pass's runs, searchsorted's ranks). Returns true iff the merge's partition
-// splits do not chain up.
+// merge_splits_in_tiles, merge_early_tiles). chain_flags: the partition's (merge_checks_order),
+// else null (no check: a sort pass's runs, searchsorted's ranks). Returns true iff the merge's
+// partition splits do not chain up.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t* splits,
                                             typename Traits::Bits flip, const TileMap& map,
@@ -390,12 +391,22 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
                                      chain_broken_in_merge(chain_flags, blockIdx.x, map));
 }
 
+// The tiled merge of a batch. Tiles [0, early_tiles) (tuning.h merge_early_tiles: large sort
+// passes, after a partition pass) search their own splits and start without
+// waiting for the pass before them, which waited first (grid_launch.cuh); the others wait and
+// read its splits.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,
-                       TileMap map, const int32_t* chain_flags) {
-  grid_prologue();
-  if (tiled_block<Traits, kPayload, Value, Policy>(call, splits, flip, map, chain_flags)) {
+                       TileMap map, const int32_t* chain_flags, uint32_t early_tiles) {
+  const bool early = blockIdx.x < early_tiles;
+  if (early) {
+    grid_let_next_start();
+  } else {
+    grid_prologue();
+  }
+  if (tiled_block<Traits, kPayload, Value, Policy>(call, early ? nullptr : splits, flip, map,
+                                                   chain_flags)) {
     if constexpr (!is_ranks(kPayload)) {  // unsorted input: the merge's inputs concatenated
       int end;  // (A first: every tile's end is the next one's start)
       const TileRanges r = tile_ranges_of(call.layout, splits, blockIdx.x, map, true, end);

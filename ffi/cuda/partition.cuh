@@ -2,15 +2,17 @@
 // every tile boundary k (batch_geometry.h's tile map), the merge-path split co_rank(k), written
 // to the workspace as (tiles + 1) int32 per merge.
 //
-// Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block):
-//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, a 32-ary search on A's absolute
-//     grid (~6 dependent steps for 2^27): latency is what matters when the grid is small.
+// Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block), with the
+// same split for any input (the warp replays the thread's descent):
+//   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, five levels of the descent a step
+//     (~6 dependent steps for 2^27): latency is what matters when the grid is small.
 //   * many: one thread per boundary, merge_path.h's grid_co_rank_search on A's ABSOLUTE
 //     power-of-two grid (the CPU's anchor search): the pass is bound by random DRAM reads, and
 //     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
 //     and slower on an H200, NOTES.md: a 4-ary search, and sampled ranks + a window search.)
 // (Small batches without order checks skip this pass: tuning.h merge_splits_in_tiles; their tile
-// blocks call warp_split themselves.)
+// blocks call warp_split themselves. So do the first tiles of larger sort passes, while this
+// pass runs: the merge kernel's early tiles, merge_kernels.cuh.)
 // Consecutive blocks share one boundary (both write the same split), so a block holds both
 // splits of every boundary pair it starts. With `chain_flags` (merge_checks_order), block b
 // writes chain_flags[b] = 1 iff one of those pairs does not chain up (clamp_split_end would move
@@ -35,13 +37,16 @@
 
 namespace jax_mergepath {
 
-// co_rank(k) of one merge by a whole warp: a 32-ary search on A's ABSOLUTE grid. Each step
-// probes up to 32 points count + j * stride - 1 (j = 1..32, stride a power of 32, count a
-// multiple of 32 strides), so every diagonal of a merge probes the same few elements of A in its
-// first steps (L2 hits) and only its B probes are scattered; probes outside [lo, hi) read
-// nothing. The first step takes what is left over the powers of 32, so the last probes 32
-// consecutive elements. The same split as co_rank for sorted input, and in [lo, hi] always.
-// All lanes return it.
+// co_rank(k) of one merge by a whole warp: grid_co_rank_search's descent (merge_path.h: steps of
+// powers of two down A's ABSOLUTE grid), five of its levels a step. A step's lanes probe the 31
+// points count + j * stride - 1 (j = 1..31, stride a power of 32, count a multiple of 32 strides)
+// that those levels can reach, and the ballot then replays the thread search's path through them,
+// so the warp returns exactly the thread search's split for ANY input (sorted or not: the
+// partition pass may use either search and the tiles that search their own splits agree with
+// it). Every diagonal of a merge probes the same few elements of A in its first steps (L2 hits)
+// and only its B probes are scattered; probes outside [lo, hi) read nothing. The first step takes
+// the levels left over the multiples of five, so the last probes 31 consecutive elements. All
+// lanes return the split.
 template <typename RawA, typename RawB, typename Order>
 __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int64_t nv,
                                 const RawA& raw_a, const RawB& raw_b, const Order& order) {
@@ -49,19 +54,26 @@ __device__ int64_t warp_co_rank(int64_t k, int64_t m, int64_t n, int64_t mv, int
   const int64_t lo = co_rank_lower(k, n);
   const int64_t hi = co_rank_upper(k, m);
   if (lo >= hi) return lo;
-  const int bits = 64 - __clzll(hi);  // hi < 2^bits: the split lies in [0, 2^bits)
-  int64_t width = int64_t{1} << bits;  // the split lies in [count, count + width]
-  int64_t count = 0;                   // every i < count precedes the split
-  for (int shift = (bits - 1) / 5 * 5;; shift -= 5) {
+  // hi < 2^bits <= 2 m: the thread search's probes at steps over 2^(bits - 1) all lie past hi.
+  const int bits = 64 - __clzll(hi);
+  int64_t count = 0;  // every i < count precedes the split
+  int shift = (bits - 1) / 5 * 5;
+  int levels = bits - shift;  // 1..5: steps 2^(shift + levels - 1) .. 2^shift
+  for (;;) {
     const int64_t stride = int64_t{1} << shift;
-    const int64_t offset = (lane + 1) * stride;
-    const int64_t i = count + offset - 1;
-    const bool before = offset <= width && i < hi &&
-                        (i < lo || !b_first(i, k - 1 - i, mv, nv, raw_a, raw_b, order));
-    const unsigned befores = __ballot_sync(0xffffffffu, before);
-    count += (befores == 0xffffffffu ? 32 : __ffs(~befores) - 1) * stride;
+    const int j = lane + 1;
+    const int64_t i = count + j * stride - 1;
+    const bool advance = j < (1 << levels) && i < hi &&
+                         (i < lo || !b_first(i, k - 1 - i, mv, nv, raw_a, raw_b, order));
+    const unsigned advances = __ballot_sync(0xffffffffu, advance);
+    int at = 0;  // the thread search's count past `count`, in strides: step h probes j = at + h
+    for (int h = 1 << (levels - 1); h > 0; h >>= 1) {
+      if ((advances >> (at + h - 1)) & 1u) at += h;
+    }
+    count += at * stride;
     if (shift == 0) break;
-    width = stride;
+    shift -= 5;
+    levels = 5;
   }
   return count < lo ? lo : (count > hi ? hi : count);
 }
@@ -97,11 +109,17 @@ __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
 
 // One warp (kWarpSearch: warp_split) or one thread (grid_co_rank_search) per tile boundary;
 // block b takes boundaries [b * (per_block - 1), b * (per_block - 1) + per_block).
+// next_starts_early: the merge kernel after it has early tiles (grid_launch.cuh).
 template <typename Traits, bool kWarpSearch>
 __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits* a_all,
                                  const typename Traits::Bits* b_all, typename Traits::Bits flip,
-                                 TileMap map, int32_t* splits, int32_t* chain_flags) {
-  grid_prologue();
+                                 TileMap map, int32_t* splits, int32_t* chain_flags,
+                                 bool next_starts_early) {
+  if (next_starts_early) {
+    grid_prologue_waiting_first();
+  } else {
+    grid_prologue();
+  }
   using Bits = typename Traits::Bits;
   constexpr int kPerBlock = kWarpSearch ? kPartitionThreads / 32 : kPartitionThreads;
   constexpr int kMaskWords = partition_mask_words_of(kPerBlock - 1);
@@ -157,10 +175,11 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
 
 // Enqueues the partition pass of a tiled merge: the split of every tile boundary of every merge
 // into workspace[0, map.boundaries()), and (merge_checks_order) the blocks' chain flags and
-// masks after them (tuning.h partition_flag_elements).
+// masks after them (tuning.h partition_flag_elements). next_starts_early: the kernel enqueued next
+// is a tiled merge with early tiles.
 template <typename Traits>
 cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t* workspace,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, bool next_starts_early = false) {
   using Bits = typename Traits::Bits;
   const MergeLayout& layout = call.layout;
   const int64_t boundaries = map.boundaries();
@@ -177,7 +196,7 @@ cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t*
   auto* kernel = partition_boundaries_per_block(boundaries) < kPartitionThreads ? warp_search
                                                                                 : thread_search;
   return launch_kernel(kernel, grid, kPartitionThreads, stream, layout, a, b, flip, map, workspace,
-                       chain_flags);
+                       chain_flags, next_starts_early);
 }
 
 }  // namespace jax_mergepath
