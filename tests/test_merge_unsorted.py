@@ -192,12 +192,13 @@ def test_tiled_rows_beside_a_broken_partition_are_still_merged(rng, device, rows
     # Rows longer than a tile (4864 int32 keys alone, 3840 with indices or values) are cut at
     # tile boundaries by the partition pass, whose blocks hold the boundaries of several rows (8
     # a block; 256 past 4096 boundaries: 1100 rows of 4 or 5), and a long row spans several
-    # blocks (8 rows of 17 or 21 tiles). A bad row's b is 6000 huge keys then negative ones:
+    # blocks (8 rows of 17 or 21 tiles). A bad row's b is 4000 huge keys then negative ones:
     # the partition's searches return splits that are not monotone along it (a host emulation
-    # of the thread search, which the warp search replays, 5000 + 7000: 0, 3840, 5000, 4520,
-    # 5000 with indices; 0, 4864, 5000, 5000 for keys alone, which chain up), so the partition
-    # flags that block; the other rows of the block must still be merged.
-    h = 6000
+    # of the thread search, which the warp search replays, 5000 + 7000: 0, 4864, 2728, 5000 for
+    # keys alone, 0, 3840, 5000, 4520, 5000 with indices; 6000 huge keys chained up for keys
+    # alone), so the partition flags that block; the other rows of the block must still be
+    # merged.
+    h = 4000
     bad = np.array([0, 5, rows - 1])
     a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)
     a[bad] = np.sort(np.abs(a[bad]), axis=-1)  # sorted, >= 0: below every huge key
