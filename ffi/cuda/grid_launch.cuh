@@ -5,8 +5,12 @@
 // completed and its writes are visible before the kernel touches memory. One exception: a
 // partition pass followed by a tiled merge with early tiles (merge_kernels.cuh) starts with
 // grid_prologue_waiting_first(), and those tiles, which read only what was written before the
-// partition, never wait. So every read sees exactly what plain stream order gives it. Without programmatic launch (older GPUs, a
-// graph without the edge) the kernels simply run one after the other. A build with code for
+// partition, never wait: they start only after every kernel before the partition has completed
+// (its writes flushed, as at any kernel's end), so they read what plain stream order gives them.
+// (The PTX text promises visibility to a grid that executes griddepcontrol.wait; that a grid
+// launched after a completed kernel sees its writes without one is how completion works, not a
+// sentence of that text. Measured: GPU suite, memcheck; NOTES.md.) Without programmatic launch
+// (older GPUs, a graph without the edge) the kernels simply run one after the other. A build for
 // an architecture below sm_90 (CMakeLists.txt defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches
 // plainly: such code has no prologue (griddepcontrol needs sm_90), and PTX of it compiled for a
 // Hopper GPU at load time must not overlap the kernel before it.
@@ -50,9 +54,9 @@ __device__ __forceinline__ void grid_prologue_waiting_first() {
 }
 
 // Enqueues kernel<<<grid, block, shared_bytes, stream>>>(args...) with programmatic stream
-// serialization (the kernel must start with grid_prologue()). Dynamic shared memory over 48 KB
-// needs the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize set first. Returns the launch's
-// error.
+// serialization (the kernel must start with grid_prologue() or grid_prologue_waiting_first(), or
+// be a merge kernel's early tile). Dynamic shared memory over 48 KB needs the kernel's
+// cudaFuncAttributeMaxDynamicSharedMemorySize set first. Returns the launch's error.
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel_shared(void (*kernel)(Params...), unsigned grid, unsigned block,
                                  size_t shared_bytes, cudaStream_t stream, Args&&... args) {

@@ -70,9 +70,10 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
 }
 
 // The ranges of tile `tile_id` with its two splits searched by the block itself (no partition
-// pass: tuning.h merge_splits_in_tiles): warps 0 and 1 find the start and end splits
-// (partition.cuh warp_split), exactly the partition pass's. a_all / b_all: the batch's A and B
-// keys. Every thread of the block calls it (a barrier inside); `found` is shared.
+// pass, tuning.h merge_splits_in_tiles, or an early tile, merge_early_tiles): warps 0 and 1 find
+// the start and end splits (partition.cuh warp_split), exactly the partition pass's. a_all /
+// b_all: the batch's A and B keys. Every thread of the block calls it (a barrier inside);
+// `found` is shared.
 template <typename Traits>
 __device__ __forceinline__ TileRanges tile_ranges_searched(
     const MergeLayout& layout, const typename Traits::Bits* a_all,
