@@ -4,10 +4,9 @@
 // (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
 // tiles search their own splits beside the pass, tuning.h merge_early_tiles; small batches
 // without order checks launch the tiled kernel alone, every block searching its own,
-// merge_splits_in_tiles). No
-// allocation, no host sync: the partition workspace is the caller's merge_workspace_elements()
-// int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the
-// tile sweeps (tests/gpu).
+// merge_splits_in_tiles). No allocation, no host sync: the partition workspace is the caller's
+// merge_workspace_elements() int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's
+// passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
 #pragma once
 
 #include <cuda_runtime.h>

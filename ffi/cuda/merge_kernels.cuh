@@ -3,10 +3,11 @@
 //
 // Merges longer than a tile ("tiled"), after the partition pass (partition.cuh) wrote every tile
 // boundary's split (large sort passes: the first tiles search their own while it runs; small
-// batches without order checks have no pass): one block per tile loads the tile's exact A and B ranges into shared memory
-// (16-byte loads), every thread finds its split by co_rank in shared memory and merges kItems
-// outputs into registers (merge_full when the tile has no ragged tail, merge_general otherwise),
-// and each warp stores its outputs through shared memory, coalesced; indices or values follow.
+// batches without order checks have no pass): one block per tile loads the tile's exact A and
+// B ranges into shared memory (16-byte loads), every thread finds its split by co_rank in shared
+// memory and merges kItems outputs into registers (merge_full when the tile has no ragged tail,
+// merge_general otherwise), and each warp stores its outputs through shared memory, coalesced;
+// indices or values follow.
 // Ranks payloads (searchsorted) store, for each element of the ranked side, how many outputs of
 // the other side precede it (through shared memory, coalesced).
 // Rows no longer than a tile, every element valid ("rows"): a block merges rows_per_block whole
@@ -393,9 +394,8 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
 }
 
 // The tiled merge of a batch. Tiles [0, early_tiles) (tuning.h merge_early_tiles: large sort
-// passes, after a partition pass) search their own splits and start without
-// waiting for the pass before them, which waited first (grid_launch.cuh); the others wait and
-// read its splits.
+// passes, after a partition pass) search their own splits and start without waiting for the
+// pass before them, which waited first (grid_launch.cuh); the others wait and read its splits.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_tiled_kernel(MergeCall call, const int32_t* splits, typename Traits::Bits flip,

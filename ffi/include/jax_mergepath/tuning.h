@@ -218,7 +218,8 @@ constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payl
 // need nothing from it, since the warp search and the pass agree on every split, sorted input or
 // not (partition.cuh). So the pass's dependent reads no longer hold up the whole merge, only the
 // tiles past the early ones, which by then have their splits (grid_launch.cuh has the launch
-// order that makes this safe). Measured on an H100 (NOTES.md): argsort of 2^24 int64 -8%.
+// order that makes this safe). Measured on an H100 (NOTES.md): argsort of 2^24 int64 -8%, sort
+// of 2^25 int32 -4%.
 // Not for searchsorted's ranks (2^23 in 2^23: 62 -> 74 us a call; 87% of its tiles early, each
 // wave of its issue-bound merge paying the search) nor for checked merges (the caller's input:
 // their tiles read the pass's chain flags after merging, so an early tile would hold its SM until
