@@ -4,15 +4,14 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
     python3 tests/gpu/probe_cases.py CASE [--calls N]
 
 Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
-4096+4096), vmapNi (the same with return_indices, e.g. vmap32i), merge_i32 / merge_f32 /
-merge_f64 / merge_i64 (2^26 + 2^26), sort_presorted (int32 2^27 already sorted), sort_i32 /
-sort_i64 / argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N), sort_i32_N (int32 2^N
-random, e.g. sort_i32_20), search
-(searchsorted of 2^23 sorted queries in 2^23 sorted int32; search_N: 2^N in 2^N), rows64 /
-rows512 / rows4096 (2^26 int32 sorted as rows of that length), plus1_f32 (x + 1 of 2^27 float32:
-an XLA kernel of a merge's bytes), plus1_small (x + 1 of 1024 int32: the dispatch floor),
-is_sorted_20 (is_sorted of int32 2^20 random), stream / stream_jnp (examples/sorted_stream.py
---size gpu, one scan of 32 steps, jax_mergepath / jnp only).
+4096+4096), vmapNi (the same with return_indices, e.g. vmap32i), merge_i32 / merge_f32 / merge_f64
+/ merge_i64 (2^26 + 2^26; merge_i32_N etc.: 2^N outputs), sort_presorted (int32 2^27 already
+sorted), sort_i32 / sort_i64 / argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N),
+sort_i32_N (int32 2^N random, e.g. sort_i32_20), search (searchsorted of 2^23 sorted queries in
+2^23 sorted int32; search_N: 2^N in 2^N), rows64 / rows512 / rows4096 (2^26 int32 sorted as rows of
+that length), plus1_f32 (x + 1 of 2^27 float32: an XLA kernel of a merge's bytes), plus1_small (x +
+1 of 1024 int32: the dispatch floor), is_sorted_20 (is_sorted of int32 2^20 random), stream /
+stream_jnp (examples/sorted_stream.py --size gpu, one scan of 32 steps, jax_mergepath / jnp only).
 """
 
 from __future__ import annotations
@@ -52,10 +51,11 @@ def case(name: str):
         else:
             f = jax.jit(jax.vmap(jmp.merge))
         return f, (a, b), want
-    if name.startswith("merge_"):
+    if merged := re.fullmatch(r"merge_(i32|f32|f64|i64)(?:_(\d+))?", name):  # 2^N outputs
         dtype = {"i32": jnp.int32, "f32": jnp.float32, "f64": jnp.float64, "i64": jnp.int64}[
-            name[6:]]
-        a, b = sorted_rows(1, 2**26, dtype, 1)[0], sorted_rows(1, 2**26, dtype, 2)[0]
+            merged[1]]
+        half = 2 ** (int(merged[2] or 27) - 1)
+        a, b = sorted_rows(1, half, dtype, 1)[0], sorted_rows(1, half, dtype, 2)[0]
         return jax.jit(jmp.merge), (a, b), jnp.sort(jnp.concatenate([a, b]))
     if name in ("stream", "stream_jnp"):  # examples/sorted_stream.py at --size gpu, one scan
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))

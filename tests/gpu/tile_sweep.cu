@@ -226,6 +226,10 @@ int main(int argc, char** argv) {
     RUN(S32, kNone, 256, 19, 8, "int32 keys");
     RUN(S32, kNone, 256, 17, 8, "int32 keys");
     RUN(S32, kNone, 256, 21, 8, "int32 keys");
+    // larger tiles: fewer partition boundaries
+    RUN(S32, kNone, 256, 23, 6, "int32 keys");
+    RUN(S32, kNone, 256, 27, 5, "int32 keys");
+    RUN(S32, kNone, 512, 19, 4, "int32 keys");
     RUN(S32, kValue, 256, 15, 6, "int32 keys + int32 values");
     RUN(S32, kValue, 256, 13, 6, "int32 keys + int32 values");
     RUN(S32, kValue, 256, 17, 6, "int32 keys + int32 values");
@@ -236,6 +240,14 @@ int main(int argc, char** argv) {
     const float copy_ms = copy_time<uint32_t>(in, repeats);
     RUN(F32, kNone, 256, 19, 8, "float32 keys");
     RUN(F32, kNone, 256, 15, 8, "float32 keys");
+    // larger tiles: fewer partition boundaries
+    RUN(F32, kNone, 256, 21, 8, "float32 keys");
+    RUN(F32, kNone, 256, 23, 6, "float32 keys");
+    RUN(F32, kNone, 256, 25, 6, "float32 keys");
+    RUN(F32, kNone, 256, 27, 5, "float32 keys");
+    RUN(F32, kNone, 256, 31, 5, "float32 keys");
+    RUN(F32, kNone, 384, 19, 5, "float32 keys");
+    RUN(F32, kNone, 512, 19, 4, "float32 keys");
     free_inputs(in);
   }
   {
