@@ -202,6 +202,10 @@ int main(int argc, char** argv) {
           Shape<512, 17, 2>>(b, -1, repeats);
     sweep<F64, kNone, Shape<256, 11>, Shape<256, 23, 3>, Shape<256, 33, 2>>(b, -1, repeats);
     sweep<F64, kIndex, Shape<256, 9>, Shape<512, 17, 2>>(b, -1, repeats);
+    // Tiles of 16384 keys or more with positions (one block an SM): a 2^24 argsort of 8-byte
+    // keys is then 10 merge levels (five quad passes) instead of 11 (a two-way pass first).
+    sweep<S64, kIndex, Shape<1024, 17, 1>, Shape<512, 33, 1>>(b, -1, repeats);
+    sweep<F64, kIndex, Shape<1024, 17, 1>>(b, -1, repeats);
     return 0;
   }
   if (argc > 4 && std::strcmp(argv[4], "pairs") == 0) {
