@@ -3,7 +3,9 @@
 Used where keys must be combined before a kernel sees them: lax_sort with several keys packs
 their order keys into one unsigned key (DESIGN.md). Contract, as in ordering.h: the unsigned
 order of order_key(x) is SPEC.md's ascending key order (NaN last, -0.0 == +0.0, every NaN
-equal); the tests check it against the native sort on every dtype's edge values.
+equal); the tests check it against the native sort on every dtype's edge values. For integer and
+bool keys order_key is one-to-one, so a packed key gives its keys back bit for bit
+(unpack_order_keys); float keys are not (-0.0 and +0.0, NaN payloads share order keys).
 """
 
 from __future__ import annotations
@@ -54,6 +56,31 @@ def pack_order_keys(keys: list[jax.Array]) -> jax.Array:
         packed = (packed << udt.type(w)) if w < out_bits else packed
         packed = packed | order_key(k).astype(udt)
     return packed
+
+
+def is_invertible(dtype) -> bool:
+    """Whether order_key of this dtype is one-to-one (integers and bool: no float)."""
+    info = key_info(dtype)
+    return info is not None and info.kind != KeyKind.FLOAT
+
+
+def unpack_order_keys(packed: jax.Array, dtypes: list[np.dtype]) -> list[jax.Array]:
+    """The keys that pack_order_keys packed into `packed`, for keys of invertible dtypes
+    (is_invertible): the inverse of pack_order_keys, bit for bit."""
+    widths = [key_info(dt).bits for dt in dtypes]  # type: ignore[union-attr]
+    keys: list[jax.Array] = []
+    shift = 0
+    for dt, w in zip(reversed(dtypes), reversed(widths), strict=True):
+        udt = unsigned_dtype(w)
+        field = (packed >> packed.dtype.type(shift)).astype(udt)  # the low w bits
+        shift += w
+        if dt == np.bool_:
+            keys.append(field != 0)
+        elif key_info(dt).kind == KeyKind.SIGNED:  # type: ignore[union-attr]
+            keys.append(lax.bitcast_convert_type(field ^ udt.type(1 << (w - 1)), dt))
+        else:
+            keys.append(field)
+    return keys[::-1]
 
 
 def pack_groups(keys: list[jax.Array], max_bits: int) -> list[list[int]]:

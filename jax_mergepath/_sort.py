@@ -4,7 +4,8 @@ Contract: arguments are checked at trace time (_checks.py); the sorted axis is m
 the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
 never reach a kernel. Several keys (lax_sort, num_keys > 1) are packed into one unsigned key
 when their order keys fit 64 bits together (_order.py), and sorted least significant group
-first otherwise (each sort is stable, so the groups' order is lexicographic).
+first otherwise (each sort is stable, so the groups' order is lexicographic). Integer and bool
+keys packed into one key are sorted alone and unpacked afterwards (no permutation, no gather).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from jax_mergepath._checks import (
     normalize_axis,
 )
 from jax_mergepath._gather import take_along_bits
-from jax_mergepath._order import pack_groups, pack_order_keys
+from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
 from jax_mergepath._primitives import Payload, searchsorted_p, sort_p
 
 
@@ -168,6 +169,33 @@ def sort_by_key(
     return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, moved)
 
 
+def _packed_invertible(keys: list[jax.Array]) -> jax.Array | None:
+    """The keys' order keys packed into one unsigned key that gives them back (integer and bool
+    keys whose widths fit one sort key: 64 bits, 32 without jax_enable_x64), else None."""
+    max_bits = 64 if jax.config.jax_enable_x64 else 32
+    if not all(is_invertible(k.dtype) for k in keys) or len(pack_groups(keys, max_bits)) > 1:
+        return None
+    return pack_order_keys(keys)
+
+
+def _sort_packed(packed: jax.Array, keys: list[jax.Array],
+                 others: list[jax.Array]) -> list[jax.Array]:
+    """lax_sort's outputs from one sort of packed invertible keys: the keys are unpacked from the
+    sorted packed key (no gather); one other operand rides in the kernel when it can, more are
+    gathered with the permutation. Equal packed keys have equal keys, so this is the stable
+    lexicographic sort."""
+    if not others:
+        sorted_packed, _ = _sort_last_axis(packed, (), False, Payload.NONE)
+        moved = []
+    elif len(others) == 1 and fusable_values(others, packed):
+        sorted_packed, value = _sort_last_axis(packed, (others[0],), False, Payload.VALUE)
+        moved = [value]
+    else:
+        sorted_packed, perm = _sort_last_axis(packed, (), False, Payload.INDEX)
+        moved = [take_along_bits(x, perm, -1) for x in others]
+    return [*unpack_order_keys(sorted_packed, [k.dtype for k in keys]), *moved]
+
+
 def _lexsort_indices(keys: list[jax.Array], op: str) -> jax.Array:
     """Stable argsort (last axis) by several keys, most significant first: their order keys
     packed into unsigned keys of at most 64 bits (32 without jax_enable_x64), groups sorted
@@ -201,7 +229,8 @@ def lax_sort(
     Always stable (``is_stable`` is accepted for compatibility). The order of each key is
     SPEC.md's (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort`` on the CPU only in
     ordering subnormal floats as numbers (XLA:CPU flushes them to zero). Several keys are
-    packed into one unsigned key when their widths sum to at most 64 bits.
+    packed into one unsigned key when their widths sum to at most 64 bits; integer and bool keys
+    packed so are sorted as that key alone and unpacked from it (no gather of the keys).
 
     Args:
         operands: one array, or a sequence of arrays of one shape (keys first).
@@ -255,6 +284,8 @@ def lax_sort(
     elif num_keys == 1 and len(last) == 2 and fusable_values([last[1]], last[0]):
         k, v = _sort_last_axis(last[0], (last[1],), False, Payload.VALUE)
         out = [k, v]
+    elif num_keys > 1 and (packed := _packed_invertible(last[:num_keys])) is not None:
+        out = _sort_packed(packed, last[:num_keys], last[num_keys:])
     else:
         if num_keys == 1:
             first, perm = _sort_last_axis(last[0], (), False, Payload.INDEX)

@@ -6,6 +6,8 @@
 # and with jax.lax.sort itself on data without subnormals (XLA:CPU flushes them).
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -172,3 +174,60 @@ def test_jit(rng):
         assert_bits_equal(g, w, "jit lax_sort")
     got = jax.jit(jmp.lax_sort)(k2)
     assert_bits_equal(got, ref_lax_sort((k2,), -1, 1)[0], "jit single array")
+
+
+INVERTIBLE_COMBOS = [
+    ("uint8+uint16", [np.uint8, np.uint16]),  # 24 bits: examples/species_energy.py's keys
+    ("int8+int32", [np.int8, np.int32]),
+    ("bool+int16+uint8", [np.bool_, np.int16, np.uint8]),
+    ("int32+int32", [np.int32, np.int32]),
+    ("uint32+int16+bool", [np.uint32, np.int16, np.bool_]),
+]
+
+
+@pytest.mark.parametrize(("name", "key_dtypes"), INVERTIBLE_COMBOS,
+                         ids=[c[0] for c in INVERTIBLE_COMBOS])  # fmt: skip
+def test_integer_keys_sorted_packed_and_unpacked(rng, name, key_dtypes):
+    """Integer and bool keys whose order keys fit one sort key are sorted as that packed key and
+    unpacked from it (no permutation, no gather): the keys come back bit for bit (int min/max,
+    -1, 0), with no other operand, one that rides in the kernel, or several gathered; rows of a
+    batch, under jit and vmap."""
+    n = 3001
+    keys = [random_keys(rng, dt, (2, n), "special" if i % 2 else "few")
+            for i, dt in enumerate(key_dtypes)]
+    iota = np.broadcast_to(np.arange(n, dtype=np.int32), (2, n))
+    floats = rng.standard_normal((2, n)).astype(np.float32)
+    for others in ([], [iota], [floats, iota]):
+        check_lax_sort([*keys, *others], num_keys=len(keys), what=f"{name} + {len(others)}")
+        _assert_same_as_lax((*keys, *others), num_keys=len(keys))
+    got = jax.jit(jax.vmap(lambda *o: jmp.lax_sort(o, num_keys=len(keys))))(*keys, iota)
+    for g, w in zip(got, ref_lax_sort([*keys, iota], -1, len(keys)), strict=True):
+        assert_bits_equal(g, w, f"vmap {name}")
+
+
+def test_integer_keys_alone_take_no_gather():
+    """All operands integer keys packing into one key: the compiled program sorts that key and
+    gathers nothing (the permutation is never formed)."""
+    def gathers(*keys) -> int:
+        f = jax.jit(lambda a, b: jmp.lax_sort((a, b), num_keys=2))
+        return len(re.findall(r" gather\(", f.lower(*keys).compile().as_text()))
+
+    k1, k2 = jnp.zeros(4000, jnp.uint8), jnp.zeros(4000, jnp.int16)
+    assert gathers(k1, k2) == 0
+    assert gathers(k1, k2.astype(jnp.float16)) > 0  # a float key is not invertible: gathered
+
+
+def test_integer_keys_grad_of_a_float_operand(rng):
+    """The derivative with respect to a float operand moved by integer keys is the permutation's,
+    as jax.lax.sort's (its path: the packed key carries it in the kernel)."""
+    k1 = random_keys(rng, np.int8, (700,), "few")
+    k2 = random_keys(rng, np.uint16, (700,), "few")
+    x = rng.standard_normal(700).astype(np.float32)
+    w = rng.standard_normal(700).astype(np.float32)
+
+    def loss(sort, x):
+        return jnp.sum(sort((k1, k2, x), num_keys=2)[2] * w)
+
+    got = jax.grad(lambda x: loss(jmp.lax_sort, x))(x)
+    want = jax.grad(lambda x: loss(jax.lax.sort, x))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
