@@ -1,5 +1,6 @@
 """What the examples share: the command line (sizes and knobs), checks of the jax_mergepath
-results against the jnp-only ones, and the side-by-side timing of the two versions.
+results against the jnp-only ones, and the side-by-side timing of the two versions (whole
+steps, and the sort or merge stage of a step alone).
 
 Not an example itself: species_energy.py, cell_list.py and sorted_stream.py import it (run them
 from anywhere; Python puts their folder on the path).
@@ -144,6 +145,20 @@ def compare_timings(
         "steps": steps,
         "reps": reps,
     }
+
+
+def compare_stage(
+    fast: Callable[..., Any], base: Callable[..., Any], args: Sequence[Any], *, reps: int,
+    what: str,
+) -> dict[str, Any]:
+    """Times the step's sort or merge stage alone (what jax_mergepath replaces: `fast` and
+    `base` jitted, on the same arguments) and prints it beside the whole step's timing: how much
+    of a step's speedup the stage could give, the rest of the step being the same code."""
+    t_fast = time_per_call(fast, args, reps)
+    t_base = time_per_call(base, args, reps)
+    print(f"  the stage alone ({what}): jax_mergepath {_fmt(t_fast).strip()}, jnp only "
+          f"{_fmt(t_base).strip()}, speedup {t_base / t_fast:.2f}x")
+    return {"jmp_stage_s": t_fast, "jnp_stage_s": t_base, "stage_speedup": t_base / t_fast}
 
 
 def result(checks: Checks, timings: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _common import Checks, compare_timings, header, make_parser, resolve, result
+from _common import Checks, compare_stage, compare_timings, header, make_parser, resolve, result
 from jax import lax
 
 import jax_mergepath as jmp
@@ -207,6 +207,11 @@ def main(argv: list[str] | None = None) -> dict:
     best = print_table(grips, np.asarray(amp), counts[:, -1], total[:, -1], quantiles[:, -1],
                        args.show)
     timings = compare_timings(fast, base, inputs, reps=args.reps, steps=args.steps)
+    stages = (jax.jit(jax.vmap(partial(measure, n_species=args.species, sort=sort,
+                                       search=search)))
+              for sort, search in ((jmp_sort, jmp_search), (jnp_sort, jnp_search)))
+    timings |= compare_stage(*stages, (inputs[0], jnp.asarray(energy)), reps=args.reps,
+                             what="one measurement of every population: sort + search")
     return result(checks, timings, best_species=best.tolist())
 
 

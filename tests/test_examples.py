@@ -34,6 +34,8 @@ def assert_passed(out: dict) -> None:
     assert out["checks"] and all(out["checks"].values()), out["checks"]
     assert out["jmp_s_per_call"] > 0 and out["jnp_s_per_call"] > 0
     assert out["speedup"] == pytest.approx(out["jnp_s_per_call"] / out["jmp_s_per_call"])
+    assert out["jmp_stage_s"] > 0 and out["jnp_stage_s"] > 0  # the sort / merge stage alone
+    assert out["stage_speedup"] == pytest.approx(out["jnp_stage_s"] / out["jmp_stage_s"])
 
 
 def test_species_energy(load) -> None:
