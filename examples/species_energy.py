@@ -164,10 +164,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="collision steps per simulation")
     parser.add_argument("--every", type=int, help="steps between two measurements")
     parser.add_argument("--show", type=int, default=8, help="parameter sets shown in the table")
-    parser.add_argument(
-        "--prng", default="threefry2x32", choices=["threefry2x32", "rbg", "unsafe_rbg"],
-        help="jax.random's generator of the collisions' random bits (rbg: XLA's "
-             "RngBitGenerator, cheaper bits on a GPU; a different stream, for both versions)")
     args = resolve(parser.parse_args(argv), SIZES)
     if args.cells < 2 or args.cells & (args.cells - 1):
         parser.error("--cells must be a power of two >= 2 (cells pair up as i and i ^ mask)")
@@ -183,10 +179,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
     header("species_energy", args, sims=args.sims, cells=args.cells, species=args.species,
-           steps=args.steps, every=args.every, prng=args.prng)
+           steps=args.steps, every=args.every)
     rng = np.random.default_rng(args.seed)
     species, amp, grips, bias = make_params(rng, args.sims, args.species, args.cells)
-    keys = jax.random.split(jax.random.key(args.seed, impl=args.prng), args.sims)
+    keys = jax.random.split(jax.random.key(args.seed), args.sims)
     inputs = (jnp.asarray(species), jnp.asarray(bias), jnp.asarray(amp), keys)
 
     def program(sort: Sort, search: Search) -> Callable[..., Any]:
