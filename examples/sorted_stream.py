@@ -122,10 +122,12 @@ def main(argv: list[str] | None = None) -> dict:
     timings["jnp_events_per_s"] = args.batch / timings["jnp_s_per_step"]
     print(f"  events processed per second: {timings['jmp_events_per_s']:.3g} (jax_mergepath), "
           f"{timings['jnp_events_per_s']:.3g} (jnp only)")
-    # The insert alone, on the final queue's rest and its earliest events rescheduled (the
-    # step's slicing of the queue, done here outside the timed calls, is not part of it).
+    # The insert alone, on the final queue's rest and its earliest events rescheduled a random
+    # delay later, as a step does (the step's slicing of the queue, done here outside the timed
+    # calls, is not part of it).
     b = args.batch
-    stage_args = (jnp.asarray(times[b:]), jnp.asarray(ids[b:]), jnp.asarray(times[:b] + 1),
+    delay = np.random.default_rng(args.seed).integers(1, 2**DELAY_BITS + 1, b).astype(np.int32)
+    stage_args = (jnp.asarray(times[b:]), jnp.asarray(ids[b:]), jnp.asarray(times[:b] + delay),
                   jnp.asarray(ids[:b]))
     timings |= compare_stage(jax.jit(jmp_insert), jax.jit(jnp_insert), stage_args,
                              reps=args.reps, what="insert: sort the new events + merge")

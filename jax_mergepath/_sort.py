@@ -5,7 +5,7 @@ the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of 
 never reach a kernel. Several keys (lax_sort, num_keys > 1) are packed into one unsigned key
 when their order keys fit 64 bits together (_order.py), and sorted least significant group
 first otherwise (each sort is stable, so the groups' order is lexicographic). Integer and bool
-keys packed into one key are sorted alone and unpacked afterwards (no permutation, no gather).
+keys packed into one key are unpacked from the sorted packed key (the keys are never gathered).
 """
 
 from __future__ import annotations
@@ -169,38 +169,39 @@ def sort_by_key(
     return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, moved)
 
 
+def _max_key_bits() -> int:
+    """The widest unsigned key a sort takes: 64 bits, 32 without jax_enable_x64."""
+    return 64 if jax.config.jax_enable_x64 else 32
+
+
 def _packed_invertible(keys: list[jax.Array]) -> jax.Array | None:
-    """The keys' order keys packed into one unsigned key that gives them back (integer and bool
-    keys whose widths fit one sort key: 64 bits, 32 without jax_enable_x64), else None."""
-    max_bits = 64 if jax.config.jax_enable_x64 else 32
-    if not all(is_invertible(k.dtype) for k in keys) or len(pack_groups(keys, max_bits)) > 1:
+    """The keys' order keys packed into one unsigned sort key that gives them back (integer and
+    bool keys whose widths fit _max_key_bits together), else None. Equal packed keys then have
+    equal keys, so a stable sort of the packed key is the keys' stable lexicographic sort."""
+    if not all(is_invertible(k.dtype) for k in keys):
+        return None
+    if sum(k.dtype.itemsize * 8 for k in keys) > _max_key_bits():
         return None
     return pack_order_keys(keys)
 
 
-def _sort_packed(packed: jax.Array, keys: list[jax.Array],
-                 others: list[jax.Array]) -> list[jax.Array]:
-    """lax_sort's outputs from one sort of packed invertible keys: the keys are unpacked from the
-    sorted packed key (no gather); one other operand rides in the kernel when it can, more are
-    gathered with the permutation. Equal packed keys have equal keys, so this is the stable
-    lexicographic sort."""
+def _sort_with_others(key: jax.Array, others: list[jax.Array]) -> tuple[jax.Array, list]:
+    """One stable sort by `key` (sorted axis last) moving `others`: none, one that rides in the
+    kernel (fusable_values), or several gathered with the permutation."""
     if not others:
-        sorted_packed, _ = _sort_last_axis(packed, (), False, Payload.NONE)
-        moved = []
-    elif len(others) == 1 and fusable_values(others, packed):
-        sorted_packed, value = _sort_last_axis(packed, (others[0],), False, Payload.VALUE)
-        moved = [value]
-    else:
-        sorted_packed, perm = _sort_last_axis(packed, (), False, Payload.INDEX)
-        moved = [take_along_bits(x, perm, -1) for x in others]
-    return [*unpack_order_keys(sorted_packed, [k.dtype for k in keys]), *moved]
+        return _sort_last_axis(key, (), False, Payload.NONE)[0], []
+    if len(others) == 1 and fusable_values(others, key):
+        sorted_key, value = _sort_last_axis(key, (others[0],), False, Payload.VALUE)
+        return sorted_key, [value]
+    sorted_key, perm = _sort_last_axis(key, (), False, Payload.INDEX)
+    return sorted_key, [take_along_bits(x, perm, -1) for x in others]
 
 
 def _lexsort_indices(keys: list[jax.Array], op: str) -> jax.Array:
     """Stable argsort (last axis) by several keys, most significant first: their order keys
     packed into unsigned keys of at most 64 bits (32 without jax_enable_x64), groups sorted
     least significant first, each sort stable."""
-    max_bits = 64 if jax.config.jax_enable_x64 else 32
+    max_bits = _max_key_bits()
     for k in keys:
         if k.dtype.itemsize * 8 > max_bits:
             raise TypeError(
@@ -230,7 +231,7 @@ def lax_sort(
     SPEC.md's (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort`` on the CPU only in
     ordering subnormal floats as numbers (XLA:CPU flushes them to zero). Several keys are
     packed into one unsigned key when their widths sum to at most 64 bits; integer and bool keys
-    packed so are sorted as that key alone and unpacked from it (no gather of the keys).
+    packed so are unpacked from the sorted key (never gathered).
 
     Args:
         operands: one array, or a sequence of arrays of one shape (keys first).
@@ -279,20 +280,16 @@ def lax_sort(
     ax = normalize_axis(dimension, ops[0].ndim, "operands[0]", op)
     check_length(ops[0].shape[ax], op)
     last = [jnp.moveaxis(x, ax, -1) for x in ops]
-    if num_keys == 1 and len(last) == 1:
-        out = [_sort_last_axis(last[0], (), False, Payload.NONE)[0]]
-    elif num_keys == 1 and len(last) == 2 and fusable_values([last[1]], last[0]):
-        k, v = _sort_last_axis(last[0], (last[1],), False, Payload.VALUE)
-        out = [k, v]
-    elif num_keys > 1 and (packed := _packed_invertible(last[:num_keys])) is not None:
-        out = _sort_packed(packed, last[:num_keys], last[num_keys:])
+    keys_in, others_in = last[:num_keys], last[num_keys:]
+    if num_keys == 1:
+        key, moved = _sort_with_others(keys_in[0], others_in)
+        out = [key, *moved]
+    elif (packed := _packed_invertible(keys_in)) is not None:
+        key, moved = _sort_with_others(packed, others_in)
+        out = [*unpack_order_keys(key, [k.dtype for k in keys_in]), *moved]
     else:
-        if num_keys == 1:
-            first, perm = _sort_last_axis(last[0], (), False, Payload.INDEX)
-        else:
-            perm = _lexsort_indices(last[:num_keys], op)
-            first = take_along_bits(last[0], perm, -1)
-        out = [first, *(take_along_bits(x, perm, -1) for x in last[1:])]
+        perm = _lexsort_indices(keys_in, op)
+        out = [take_along_bits(x, perm, -1) for x in last]
     out = [jnp.moveaxis(x, -1, ax) for x in out]
     return out[0] if single else tuple(out)
 

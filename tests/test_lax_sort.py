@@ -217,6 +217,22 @@ def test_integer_keys_alone_take_no_gather():
     assert gathers(k1, k2.astype(jnp.float16)) > 0  # a float key is not invertible: gathered
 
 
+def test_integer_keys_packed_within_32_bits_without_x64(rng):
+    """Without jax_enable_x64 the sort key is at most 32 bits: uint16 + int8 pack (no gather),
+    int32 + int16 take the lexicographic passes (the keys gathered); both equal jax.lax.sort."""
+    with jax.enable_x64(False):
+        for dtypes, packs in (((np.uint16, np.int8), True), ((np.int32, np.int16), False)):
+            keys = [jnp.asarray(random_keys(rng, dt, (2, 1500), "special")) for dt in dtypes]
+            iota = jnp.broadcast_to(jnp.arange(1500, dtype=jnp.int32), (2, 1500))
+            f = jax.jit(lambda *o: jmp.lax_sort(o, num_keys=2))
+            hlo = f.lower(*keys).compile().as_text()
+            assert (re.search(r" gather\(", hlo) is None) == packs, dtypes
+            for got, want in zip(f(*keys, iota), jax.lax.sort((*keys, iota), num_keys=2),
+                                 strict=True):
+                assert got.dtype == want.dtype, dtypes
+                assert_bits_equal(got, want, f"x64 off {dtypes}")
+
+
 def test_integer_keys_grad_of_a_float_operand(rng):
     """The derivative with respect to a float operand moved by integer keys is the permutation's,
     as jax.lax.sort's (its path: the packed key carries it in the kernel)."""

@@ -7,7 +7,8 @@ of a host without AVX-512 (the dev machine, same jax) returns 0x0003 like the re
 runs the case and the data movements on its path (transposes, layout copies, vmap of moveaxis,
 bit casts, the gather of take_along_bits, lax_sort itself), each jitted on the CPU device, on
 bfloat16 data full of subnormals and NaN payloads, and prints each one's count of changed
-elements against numpy, plus the host's bfloat16-related CPU flags.
+elements against numpy, plus the host's bfloat16-related CPU flags. The case itself:
+`python3 tests/gpu/fuzz_parity.py --replay 1000445 --max-log2 24`.
 
     python3 tests/gpu/bf16_cpu_probe.py
 """
@@ -65,8 +66,8 @@ def main() -> int:
         print(f"  {name:28s} {int(np.sum(got != want)):6d} of {want.size} elements changed")
     order = np.argsort(key, axis=0, kind="stable")  # the case's lax_sort by an unbatched key
 
-    def case(k, v):
-        return jmp.lax_sort((k, v), dimension=-2, num_keys=1)[1]
+    def case(k, v):  # the case's three operands: positions formed, the bfloat16 gathered
+        return jmp.lax_sort((k, v, jnp.zeros(v.shape, jnp.uint16)), dimension=-2, num_keys=1)[1]
 
     for name, fn in (("lax_sort", jax.vmap(case, in_axes=(None, 0))),
                      ("lax_sort, keys batched", jax.vmap(case))):
