@@ -20,10 +20,10 @@ from jax_mergepath.bench.run import main
 TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repeats", "1",
         "--rounds", "1", "--calls", "2", "--min-calls", "1", "--max-batch-s", "0.01"]
 # --quick at 2^10: merge 50% / 1% / kv (int32); sort, argsort (int32, float32), presorted,
-# sort_by_key, lax_sort x2, one row width, searchsorted (two rows: sorted_v=True / False);
+# sort_by_key, lax_sort x3, one row width, searchsorted (two rows: sorted_v=True / False);
 # batch: vmapped merges of rows of 32 and 512 a side, and a ragged one.
-N_CASES = 16
-N_ROWS = 17
+N_CASES = 17
+N_ROWS = 18
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 needs_mpl = pytest.mark.skipif(not HAS_MPL, reason='needs matplotlib (jax_mergepath[plot])')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

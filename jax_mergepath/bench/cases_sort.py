@@ -123,7 +123,7 @@ def _lax_sort_case(log2: int, title: str, num_keys: int, ops: tuple) -> Case:
     """jmp.lax_sort vs lax.sort (stable: lax.sort's default too)."""
     n = 1 << log2
     return Case(
-        "sort", f"lax_sort {title} 2^{log2}", n, 2 * n * 12,
+        "sort", f"lax_sort {title} 2^{log2}", n, 2 * n * sum(o.dtype.itemsize for o in ops),
         [Variant("jmp.lax_sort", lambda *o: jmp.lax_sort(o, num_keys=num_keys), ops)],
         [Variant("lax.sort(stable)",
                  lambda *o: lax.sort(o, num_keys=num_keys, is_stable=True), ops)],
@@ -143,7 +143,13 @@ def lax_sort_cases(log2: int) -> list[Callable[[], Case]]:
                random_keys(prng(n, 32), n, jnp.float32), random_keys(prng(n, 33), n, jnp.int32))
         return _lax_sort_case(log2, "num_keys=2 i32,f32 + i32", 2, ops)
 
-    return [three_operands, two_keys]
+    def two_integer_keys() -> Case:  # packed into one 32-bit key, unpacked after the sort
+        ops = (jax.random.randint(prng(n, 34), (n,), 0, 1 << 16, jnp.int32).astype(jnp.uint16),
+               jax.random.randint(prng(n, 35), (n,), 0, 1 << 16, jnp.int32).astype(jnp.uint16),
+               random_keys(prng(n, 36), n, jnp.int32))
+        return _lax_sort_case(log2, "num_keys=2 u16,u16 + i32", 2, ops)
+
+    return [three_operands, two_keys, two_integer_keys]
 
 
 def rows_case(log2: int, width: int, cfg: Cfg) -> Case:
