@@ -1,8 +1,9 @@
 """jax_mergepath: merge and mergesort for JAX on the GPU and CPU, through the XLA FFI.
 
-The public names of SPEC.md: the merge family (merge, merge_by_key, merge_runs, co_rank,
-is_sorted), the sort family (sort, argsort, sort_by_key, lax_sort, searchsorted), and
-export_disabled_checks for jax.export. See README.md.
+The public names: the merge family (merge, merge_by_key, merge_runs, co_rank, is_sorted), the
+sort family (sort, argsort, sort_by_key, lax_sort, searchsorted), and export_disabled_checks for
+jax.export. Each function's docstring gives its arguments, results and errors; README.md gives
+the ordering contract and performance.
 """
 
 from jax_mergepath._ffi import HAS_CUDA, export_disabled_checks

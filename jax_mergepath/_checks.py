@@ -1,5 +1,5 @@
 """Argument checking shared by the public functions: everything here runs at trace time and
-raises TypeError / ValueError naming the function and the argument (SPEC.md "Errors").
+raises TypeError / ValueError naming the function and the argument.
 
 Contract: keys come out as jax arrays of a key dtype (_dtypes.py) with at least one dimension;
 axes come out normalized; lengths, splits and k are clamped int32 that never wrap.

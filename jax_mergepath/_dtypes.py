@@ -1,4 +1,4 @@
-"""The one table of key dtypes (SPEC.md): what may be merged or sorted, and how its bits order.
+"""The one table of key dtypes: what may be merged or sorted, and how its bits order.
 
 Adding a key dtype on the Python side is one entry here (the native side has its own table in
 ffi/include/jax_mergepath/key_types.h and ffi/handlers/common.h).

@@ -150,6 +150,9 @@ def export_disabled_checks() -> list[jax.export.DisabledSafetyCheck]:
     of 2**31 or more elements is then refused at run time by the kernel (JaxRuntimeError)
     instead of at trace time.
 
+    Returns:
+        A list of ``jax.export.DisabledSafetyCheck``, one for each FFI target (CPU and CUDA).
+
     Example:
         >>> import jax, jax.numpy as jnp, jax_mergepath as jmp
         >>> n, m = jax.export.symbolic_shape("n, m")

@@ -1,4 +1,4 @@
-"""The merge family of SPEC.md: merge, merge_by_key, merge_runs, co_rank, is_sorted.
+"""The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
 Contract: arguments are checked at trace time (_checks.py); zero-size merges never reach a
 kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back.
@@ -50,12 +50,38 @@ def merge(
     """Stable merge of two arrays sorted along ``axis``.
 
     Ties keep all of ``a`` before all of ``b``; the order is ``jnp.argsort(stable=True)``'s
-    (NaN last ascending, first descending; -0.0 == +0.0). ``a_length`` / ``b_length`` (int or
-    int array of the batch shape) limit each row to its leading valid elements: the row is the
-    merge of the valid parts, then ``a``'s invalid tail, then ``b``'s.
+    (NaN last ascending, first descending; -0.0 == +0.0). Every other dimension is a batch of
+    rows merged independently, in one kernel call (``jax.vmap`` of ``merge`` is the same call).
 
-    Returns the merged array (length ``m + n`` along ``axis``), and with
-    ``return_indices=True`` also int32 positions into ``concatenate([a, b], axis)``.
+    Inputs not sorted along ``axis`` break the precondition: the order of the result is then
+    unspecified, but every output row is still a permutation of its inputs and nothing is read
+    or written out of bounds. ``is_sorted`` checks the precondition.
+
+    Args:
+        a: keys sorted along ``axis`` (in the direction asked), of a key dtype (bool, integers,
+            float16 / bfloat16 / float32 / float64).
+        b: keys of ``a``'s dtype and rank, sorted likewise; the dimensions other than ``axis``
+            must equal ``a``'s.
+        axis: the axis to merge along.
+        descending: ``a`` and ``b`` are sorted largest first; so is the result.
+        return_indices: also return, for each output, its int32 position in
+            ``concatenate([a, b], axis)``.
+        a_length: how many leading elements of each row of ``a`` are valid: an int or an int
+            array of the batch shape, clamped to ``[0, m]`` (a negative length is 0, one past
+            the row is ``m``). None: all ``m``.
+        b_length: the same for ``b``, clamped to ``[0, n]``. With either length given, each
+            output row is the merge of the valid parts, then ``a``'s invalid tail, then
+            ``b``'s, in their input order.
+
+    Returns:
+        The merged array, of length ``m + n`` along ``axis``; with ``return_indices=True``,
+        ``(merged, indices)``.
+
+    Raises:
+        TypeError: ``a`` and ``b`` of different dtypes, a complex or non-key dtype, lengths
+            that are not integers, or ``descending`` not a bool.
+        ValueError: 0-d inputs, different ranks, ``axis`` out of range, batch dimensions that
+            differ, lengths not of the batch shape, or ``m + n`` of 2**31 or more.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -127,7 +153,24 @@ def merge_by_key(
 
     Value leaves have the shape of their keys, optionally with trailing dimensions after it
     (e.g. positions ``(n, 3)`` for keys ``(n,)``). One leaf shaped exactly like its keys moves
-    inside the merge kernel; other layouts are gathered by the merge's indices.
+    inside the merge kernel; other layouts are gathered by the merge's indices. Values move bit
+    for bit (NaN payloads, -0.0). The key order and the precondition are :func:`merge`'s.
+
+    Args:
+        a_keys: keys sorted along ``axis``, of a key dtype.
+        b_keys: keys of ``a_keys``' dtype and rank, sorted likewise; other dimensions equal.
+        a_values: an array or a pytree of arrays moved with ``a_keys``.
+        b_values: the same pytree structure, leaves of the same dtypes and trailing shapes.
+        axis: the keys' axis to merge along (the values' same axis moves with it).
+        descending: the keys are sorted largest first; so is the result.
+
+    Returns:
+        ``(merged keys, merged values)``, the values in ``a_values``' pytree structure.
+
+    Raises:
+        TypeError: as for :func:`merge`, or matching leaves of different dtypes.
+        ValueError: as for :func:`merge`, pytrees of different structures, or a leaf whose
+            leading shape is not its keys' shape.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -190,9 +233,26 @@ def merge_runs(
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Merge the sorted runs ``x[..., :split]`` and ``x[..., split:]`` of every row.
 
-    ``split`` is an int or an int array of the batch shape, clamped to ``[0, d]``. This is the
-    batch-merge layout ``[A_1|B_1|A_2|B_2|...]`` with per-row sizes. With
-    ``return_indices=True`` also returns int32 positions into ``x`` along ``axis``.
+    This is the batch-merge layout ``[A_1|B_1|A_2|B_2|...]`` with per-row sizes; ties keep the
+    first run's elements first. The key order and the precondition (each run sorted) are
+    :func:`merge`'s.
+
+    Args:
+        x: keys of a key dtype, >= 1-d; each row along ``axis`` holds two sorted runs.
+        split: where each row's second run starts: an int or an int array of the batch shape,
+            clamped to ``[0, d]`` (``d`` the row length).
+        axis: the axis of the rows.
+        descending: the runs are sorted largest first; so is the result.
+        return_indices: also return, for each output, its int32 position in the row of ``x``.
+
+    Returns:
+        ``x`` with every row merged; with ``return_indices=True``, ``(merged, indices)``.
+
+    Raises:
+        TypeError: a complex or non-key dtype, a split that is not an integer, or
+            ``descending`` not a bool.
+        ValueError: 0-d ``x``, ``axis`` out of range, ``split`` not of the batch shape, or
+            rows of 2**31 or more elements.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -226,10 +286,26 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     """Merge-path partition: how many elements of ``a`` are among the first ``k`` of
     ``merge(a, b)``, so that ``merge(a, b)[:k] == merge(a[:i], b[:k - i])``.
 
-    ``a`` and ``b`` are sorted along their last axis with equal leading (batch) dimensions; ``k``
-    is an int array whose leading dimensions are that batch shape (any trailing shape of
-    queries; any shape at all for 1-d ``a``). ``k`` is clamped to ``[0, m + n]``. Returns int32
-    of ``k``'s shape.
+    This is the split that cuts a merge into independent pieces (the merge path): the first
+    ``k`` outputs take ``i`` elements of ``a`` and ``k - i`` of ``b``. The key order and the
+    precondition are :func:`merge`'s (unsorted inputs give some split in range).
+
+    Args:
+        k: output positions: an int, or an int array whose leading dimensions are the batch
+            shape of ``a`` and ``b`` (any trailing shape of queries; any shape at all for 1-d
+            ``a``), clamped to ``[0, m + n]``.
+        a: keys sorted along their last axis, of a key dtype.
+        b: keys of ``a``'s dtype sorted likewise, with ``a``'s leading (batch) dimensions.
+        descending: ``a`` and ``b`` are sorted largest first.
+
+    Returns:
+        int32 ``i`` of ``k``'s shape, ``max(0, k - n) <= i <= min(k, m)``.
+
+    Raises:
+        TypeError: ``a`` and ``b`` of different dtypes, a complex or non-key dtype, ``k`` not
+            of an integer dtype, or ``descending`` not a bool.
+        ValueError: batch dimensions that differ, ``k``'s leading dimensions not the batch
+            shape, or ``m + n`` of 2**31 or more.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -262,8 +338,25 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
 
 
 def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
-    """True for each row of ``x`` sorted along ``axis`` in SPEC.md's key order (NaN last when
-    ascending, first when descending; -0.0 == +0.0). Returns bool of the batch shape.
+    """Whether each row of ``x`` is sorted along ``axis``: the precondition of the merges.
+
+    The order is the package's key order, ``jnp.argsort(stable=True)``'s: NaN last when
+    ascending (first when descending), -0.0 == +0.0, equal neighbours allowed. Use it to check
+    inputs before :func:`merge`, :func:`merge_by_key`, :func:`merge_runs` (each run) or
+    ``searchsorted(..., sorted_v=True)``, whose results are unspecified on unsorted input.
+
+    Args:
+        x: keys of a key dtype, >= 1-d.
+        axis: the axis along which rows must be sorted.
+        descending: check for largest first instead.
+
+    Returns:
+        bool of ``x``'s shape without ``axis`` (a scalar for 1-d ``x``); rows of 0 or 1 elements
+        are sorted.
+
+    Raises:
+        TypeError: a complex or non-key dtype, or ``descending`` not a bool.
+        ValueError: 0-d ``x`` or ``axis`` out of range.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp

@@ -1,4 +1,4 @@
-"""The sort family of SPEC.md: sort, argsort, sort_by_key, lax_sort, searchsorted.
+"""The sort family: sort, argsort, sort_by_key, lax_sort, searchsorted (README "API").
 
 Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
 the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
@@ -228,10 +228,10 @@ def lax_sort(
     ``num_keys`` of them, lexicographically, moving the others along.
 
     Always stable (``is_stable`` is accepted for compatibility). The order of each key is
-    SPEC.md's (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort`` on the CPU only in
-    ordering subnormal floats as numbers (XLA:CPU flushes them to zero). Several keys are
-    packed into one unsigned key when their widths sum to at most 64 bits; integer and bool keys
-    packed so are unpacked from the sorted key (never gathered).
+    ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort``
+    on the CPU only in ordering subnormal floats as numbers (XLA:CPU flushes them to zero).
+    Several keys are packed into one unsigned key when their widths sum to at most 64 bits;
+    integer and bool keys packed so are unpacked from the sorted key (never gathered).
 
     Args:
         operands: one array, or a sequence of arrays of one shape (keys first).

@@ -1,9 +1,11 @@
 # Every public function's docstring examples run and print what they say (doctest), with JAX's
 # default 32-bit types (the suite otherwise runs with x64 on), so the README's and the
-# docstrings' examples cannot drift from the code.
+# docstrings' examples cannot drift from the code; every docstring has its Args / Returns /
+# Raises sections and points to no file the package does not ship.
 from __future__ import annotations
 
 import doctest
+import inspect
 
 import jax
 import pytest
@@ -28,6 +30,16 @@ def test_docstring_examples(name):
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_docstring_sections(name):
+    """Args / Returns / Raises / Example (a function without arguments: Returns and Example),
+    and no pointer to a file the package does not ship."""
     doc = getattr(jmp, name).__doc__
-    for section in ("Example",):
+    takes_args = bool(inspect.signature(getattr(jmp, name)).parameters)
+    sections = ("Args:", "Returns:", "Raises:", "Example") if takes_args else ("Returns:",
+                                                                                "Example")
+    for section in sections:
         assert section in doc, f"{name} docstring lacks {section}"
+    assert "SPEC.md" not in doc and "DESIGN.md" not in doc, f"{name} points to an unshipped file"
+
+
+def test_package_docstring_points_to_nothing_unshipped():
+    assert "SPEC.md" not in jmp.__doc__
