@@ -20,10 +20,11 @@ from jax_mergepath.bench.run import main
 TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repeats", "1",
         "--rounds", "1", "--calls", "2", "--min-calls", "1", "--max-batch-s", "0.01"]
 # --quick at 2^10: merge 50% / 1% / kv (int32); sort, argsort (int32, float32), presorted,
-# sort_by_key, lax_sort x3, one row width, searchsorted (two rows: sorted_v=True / False);
+# sort_by_key, lax_sort x3, one row width, searchsorted 1-D and in rows (two rows each:
+# sorted_v=True / False);
 # batch: vmapped merges of rows of 32 and 512 a side, and a ragged one.
-N_CASES = 17
-N_ROWS = 18
+N_CASES = 18
+N_ROWS = 20
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 needs_mpl = pytest.mark.skipif(not HAS_MPL, reason='needs matplotlib (jax_mergepath[plot])')
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -100,6 +101,19 @@ def test_quiet_run_writes_no_progress(capsys):
     out, err = capsys.readouterr()
     assert err == ""
     assert "== merge family" in out and "merge kv int32 2^10 a=50%" in out
+
+
+def test_case_filter_runs_only_matching_cases(tmp_path):
+    saved = tmp_path / "results.json"
+    assert main(["--family", "sort", *TINY, "--quiet", "--case", "searchsorted",
+                 "--case", "presorted", "--json", str(saved)]) == 0
+    with open(saved) as fh:
+        names = [r["case"] for r in json.load(fh)["rows"]]
+    assert names == ["sort int32 2^10 presorted",
+                     "searchsorted int32 rows 2^10 as 1 x (1024 + 64) sorted_v=True",
+                     "searchsorted int32 rows 2^10 as 1 x (1024 + 64) sorted_v=False",
+                     "searchsorted int32 2^10 in 2^10 sorted_v=True",
+                     "searchsorted int32 2^10 in 2^10 sorted_v=False"]
 
 
 def test_plot_without_matplotlib_fails_at_argument_time(monkeypatch, capsys):

@@ -156,7 +156,8 @@ def _search_into_junk(a, v, side, junk):
 def test_unsorted_v_with_sorted_v_stays_in_bounds(rng, side, pattern):
     """sorted_v=True on queries that are NOT sorted: the result is unspecified but every
     position is written and in [0, len(a)] (the docstring's promise), across one-tile sizes,
-    merges of many tiles (their partition splits need not chain up on such queries) and rows."""
+    merges of many tiles (their partition splits need not chain up on such queries), rows of a
+    tile each and short rows several to a block."""
     for n, q in ((3000, 3000), (1 << 16, 1 << 16), (1000, 1 << 18), (1 << 20, 1 << 20)):
         a = ref_sort(rng.integers(-1000, 1000, n).astype(np.int32))
         if pattern == "descending":
@@ -172,10 +173,13 @@ def test_unsorted_v_with_sorted_v_stays_in_bounds(rng, side, pattern):
         got = np.asarray(_search_into_junk(a, v, side, jnp.full(q, -7, jnp.int32)))
         assert got.shape == (q,) and got.dtype == np.int32
         assert got.min() >= 0 and got.max() <= n, (n, q, got.min(), got.max())
-    rows_a = ref_sort(rng.integers(-50, 50, (40, 3000)).astype(np.int32))
-    rows_v = rng.integers(-60, 60, (40, 5000)).astype(np.int32)
-    got = np.asarray(_search_into_junk(rows_a, rows_v, side, jnp.full((40, 5000), -7, jnp.int32)))
-    assert got.min() >= 0 and got.max() <= 3000, (got.min(), got.max())
+    # Rows of one tile each, and short rows several to a block (the GPU's rows kernel).
+    for rows, n, q in ((40, 3000, 5000), (300, 1000, 65), (300, 40, 900)):
+        rows_a = ref_sort(rng.integers(-50, 50, (rows, n)).astype(np.int32))
+        rows_v = rng.integers(-60, 60, (rows, q)).astype(np.int32)
+        junk = jnp.full((rows, q), -7, jnp.int32)
+        got = np.asarray(_search_into_junk(rows_a, rows_v, side, junk))
+        assert got.min() >= 0 and got.max() <= n, (rows, n, q, got.min(), got.max())
 
 
 @pytest.mark.parametrize(

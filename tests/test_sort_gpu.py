@@ -199,6 +199,32 @@ def test_gpu_searchsorted_around_the_ranks_tile(rng):
     check_searchsorted(ref_sort(rows), v, "left", what="gpu rows")
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint8, jnp.bfloat16, np.int64,
+                                   np.float64], ids=dtype_id)  # fmt: skip
+def test_gpu_searchsorted_short_rows(rng, dtype):
+    """Batched sorted-query searches of rows up to half the ranks tile run the rows kernel, several
+    rows a block (tuning.h merge_is_packed); longer rows stay tiled. Row lengths around that bound
+    (queries + a), tiny rows, queries longer than a, an empty a, both sides, against the
+    reference; the CPU gives the same bits."""
+    threads, items, _ = _cpu.merge_shape_for(np.dtype(dtype).itemsize, 3, 0)  # ranks of A
+    half = threads * items // 2
+    shapes = ((4096, 1024, 65), (333, 1, 1), (100, 5, 3), (700, 17, 40), (9, 3, half - 3),
+              (5, 0, 30), (50, half - 100, 99), (50, half - 100, 100), (50, half - 100, 101))
+    for rows, n, q in shapes:
+        a = ref_sort(random_keys(rng, dtype, (rows, n), "few"))
+        v = sorted_queries(random_keys(rng, dtype, (rows, q), "special"), batch_ndim=1)
+        for side in ("left", "right"):
+            check_searchsorted(a, v, side, what=f"gpu rows {rows} x ({n} + {q})")
+
+    a = ref_sort(random_keys(rng, dtype, (300, 200), "few"))
+    v = sorted_queries(random_keys(rng, dtype, (300, 70), "special"), batch_ndim=1)
+
+    def search(a, v):
+        return tuple(jmp.searchsorted(a, v, side, sorted_v=True) for side in ("left", "right"))
+
+    _assert_same_on_cpu_and_gpu(search, a, v, what="searchsorted rows")
+
+
 # --------------------------------------------------------------------------- CPU vs GPU parity
 
 

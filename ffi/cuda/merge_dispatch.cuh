@@ -1,7 +1,7 @@
 // merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
 // enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
-// on `stream`: for rows no longer than a tile the rows kernel (full rows) or the packed kernel
-// (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
+// on `stream`: for rows no longer than a tile the rows kernel (full rows, and searchsorted's
+// rows up to half a tile) or the packed kernel (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
 // tiles search their own splits beside the pass, tuning.h merge_early_tiles; small batches
 // without order checks launch the tiled kernel alone, every block searching its own,
 // merge_splits_in_tiles). No allocation, no host sync: the partition workspace is the caller's
@@ -62,7 +62,12 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const MergeLayout& layout = call.layout;
   if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
   const auto flip = direction_mask<Traits>(call.descending);
-  if constexpr (!is_ranks(kPayload)) {
+  if constexpr (is_ranks(kPayload)) {
+    // Full rows of at most half a tile (merge_is_packed): the rows kernel always holds them.
+    if (merge_is_packed(kTile, layout, kPayload)) {
+      return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
+    }
+  } else {
     if (merge_is_packed(kTile, layout, kPayload)) {
       const bool full = layout.mode == RowMode::kRuns ||
                         (layout.a_valid == nullptr && layout.b_valid == nullptr);

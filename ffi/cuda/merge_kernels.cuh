@@ -9,7 +9,8 @@
 // merge_general otherwise), and each warp stores its outputs through shared memory, coalesced;
 // indices or values follow.
 // Ranks payloads (searchsorted) store, for each element of the ranked side, how many outputs of
-// the other side precede it (through shared memory, coalesced).
+// the other side precede it (through shared memory, coalesced); short rows of them take the rows
+// kernel below.
 // Rows no longer than a tile, every element valid ("rows"): a block merges rows_per_block whole
 // rows (tuning.h merge_rows_shape), a group of threads a row, each thread kItems outputs of its
 // row with the branch-free merge_full; outputs are staged in shared memory and stored by the
@@ -163,26 +164,22 @@ __device__ __forceinline__ int rank_of(const TileRanges& r, int p, bool from_b, 
   return ranked ? e : -1;
 }
 
-// Ranks payloads: every thread's ranks (e_reg: element of the ranked side or -1; rank_reg) go
-// through shared memory, then the block writes the ranked side's range coalesced. Call after a
-// barrier that ends every read of shared memory.
-template <PayloadKind kPayload, int kItems, int kThreads>
-__device__ __forceinline__ void store_ranks(int32_t* stage, const int (&e_reg)[kItems],
-                                            const int (&rank_reg)[kItems], const TileRanges& r,
-                                            void* ranks) {
-  const bool of_a = kPayload == PayloadKind::kRanksOfA;
-  const int count = of_a ? r.a_count : r.b_count;
-  // Unsorted input can leave an element unemitted (threads search their splits on their own):
-  // it gets the tile's start rank, so every stored rank stays a valid position.
-  const int fallback = of_a ? r.k_begin - r.a_index_base : r.a_index_base;
+// Ranks payloads: every thread's ranks (slot_reg: the ranked element's slot in [0, count), or
+// -1; rank_reg) go through shared memory, then the block writes the `count` ranks to `out`,
+// coalesced. Unsorted input can leave a slot unemitted (threads search their splits on their
+// own): it gets `fallback`, so every stored rank stays a valid position. Call after a barrier
+// that ends every read of shared memory.
+template <int kItems, int kThreads>
+__device__ __forceinline__ void store_ranks(int32_t* stage, const int (&slot_reg)[kItems],
+                                            const int (&rank_reg)[kItems], int count,
+                                            int fallback, int32_t* out) {
   for (int i = threadIdx.x; i < count; i += kThreads) stage[i] = fallback;
   __syncthreads();
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
-    if (e_reg[c] >= 0) stage[e_reg[c]] = rank_reg[c];
+    if (slot_reg[c] >= 0) stage[slot_reg[c]] = rank_reg[c];
   }
   __syncthreads();
-  int32_t* out = static_cast<int32_t*>(ranks) + (of_a ? r.a_begin : r.b_begin);
   for (int i = threadIdx.x; i < count; i += kThreads) out[i] = stage[i];
 }
 
@@ -376,8 +373,12 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
     __syncthreads();  // every thread is done reading the keys in shared.stage
   }
   if constexpr (kRanks) {
-    store_ranks<kPayload, kItems, kThreads>(reinterpret_cast<int32_t*>(shared.stage), index_reg,
-                                            src_reg, r, call.out_payload);
+    // A tile's unemitted elements get its start rank.
+    const bool of_a = kPayload == PayloadKind::kRanksOfA;
+    store_ranks<kItems, kThreads>(
+        reinterpret_cast<int32_t*>(shared.stage), index_reg, src_reg,
+        of_a ? r.a_count : r.b_count, of_a ? r.k_begin - r.a_index_base : r.a_index_base,
+        static_cast<int32_t*>(call.out_payload) + (of_a ? r.a_begin : r.b_begin));
     store_gap_ranks<kThreads>(gap, call.out_payload);
   } else {
     store_tile_outputs(shared, key_reg, src_reg, index_reg,
@@ -443,7 +444,9 @@ __device__ __forceinline__ bool store_rows_staged(unsigned char* stage_bytes, co
 // Full rows no longer than a tile (kSeparate without valid lengths, or kRuns): thread t merges
 // outputs [local * kItems, local * kItems + kItems) of row t / threads_per_row (local: its rank
 // in the row's group); threads past the block's rows only help load and store. Returns true
-// iff some thread's span did not chain up (unsorted input); `chain` then tells whose.
+// iff some thread's span did not chain up (unsorted input); `chain` then tells whose. Ranks
+// payloads (searchsorted's short rows, kSeparate) store the ranked side's ranks, rows after
+// rows, and no keys; they have no order check (a row's unemitted elements get rank 0).
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Traits::Bits flip,
                                            const RowsShape& shape,
@@ -489,8 +492,17 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   const int va_loc = locs.val_loc1 + a_row;
   const int vb_loc = (runs ? locs.val_loc1 : locs.val_loc2) + b_row;
   __syncthreads();
+  constexpr bool kRanks = is_ranks(kPayload);
+  const int ranked_len = kPayload == PayloadKind::kRanksOfA ? m : n;
   Bits key_reg[kItems];
-  int32_t index_reg[kItems];  // kIndex: row-local index; kValue: value position in shared.vals
+  // kIndex: row-local index; kValue: value position in shared.vals; ranks: the ranked element's
+  // slot in the block's ranked rows, or -1 (then rank_reg: the other side's outputs before it).
+  int32_t index_reg[kItems];
+  int rank_reg[kItems];
+  if constexpr (kRanks) {
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) index_reg[c] = -1;
+  }
   MergeEnd end{0, false};
   if (active) {
     end = merge_full<kItems, Traits>(
@@ -499,11 +511,26 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
           key_reg[c] = raw;
           const bool from_b = pos >= b_loc;
           const int e = pos - (from_b ? b_loc : a_loc);
-          index_reg[c] = kPayload == PayloadKind::kValue ? e + (from_b ? vb_loc : va_loc)
-                                                         : e + (from_b ? rm : 0);
+          if constexpr (kRanks) {
+            const bool ranked = (kPayload == PayloadKind::kRanksOfB) == from_b;
+            index_reg[c] = ranked && c < valid ? r * ranked_len + e : -1;
+            rank_reg[c] = d0 + c - e;
+          } else {
+            index_reg[c] = kPayload == PayloadKind::kValue ? e + (from_b ? vb_loc : va_loc)
+                                                           : e + (from_b ? rm : 0);
+          }
         },
-        [&](int a_begin) { chain.publish(a_begin); });
+        [&](int a_begin) {
+          if constexpr (!kRanks) chain.publish(a_begin);
+        });
     end.open = d0 + kItems < row_len;
+  }
+  if constexpr (kRanks) {
+    __syncthreads();  // every thread is done reading the keys in shared.stage
+    store_ranks<kItems, kThreads>(reinterpret_cast<int32_t*>(shared.stage), index_reg, rank_reg,
+                                  rows_here * ranked_len, 0,
+                                  static_cast<int32_t*>(call.out_payload) + row0 * ranked_len);
+    return false;
   }
   const int base = r * row_len + d0;
   const int64_t out_begin = row0 * row_len;
@@ -531,16 +558,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     merge_rows_kernel(MergeCall call, typename Traits::Bits flip, RowsShape shape) {
   grid_prologue();
   __shared__ SpanChainWithEnds<Policy::kThreads> chain;
-  if (rows_block<Traits, kPayload, Value, Policy>(call, flip, shape, chain)) {
-    __syncthreads();  // the block's stores are done before the copy overwrites them
-    const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
-    const int64_t rows_left = call.layout.rows - row0;
-    const int per_row = static_cast<int>(shape.threads_per_row);  // row r: its own threads
-    copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
-        call, row0, static_cast<int>(rows_left < shape.rows_per_block ? rows_left
-                                                                       : shape.rows_per_block),
-        static_cast<int>(call.layout.row_length()),
-        [&](int r) { return chain.any_broken(r * per_row, r * per_row + per_row); });
+  const bool broken = rows_block<Traits, kPayload, Value, Policy>(call, flip, shape, chain);
+  if constexpr (!is_ranks(kPayload)) {  // (ranks: no order check, never broken)
+    if (broken) {
+      __syncthreads();  // the block's stores are done before the copy overwrites them
+      const int64_t row0 = int64_t{blockIdx.x} * shape.rows_per_block;
+      const int64_t rows_left = call.layout.rows - row0;
+      const int per_row = static_cast<int>(shape.threads_per_row);  // row r: its own threads
+      copy_rows_concatenated<typename Traits::Bits, kPayload, Value, Policy::kThreads>(
+          call, row0,
+          static_cast<int>(rows_left < shape.rows_per_block ? rows_left : shape.rows_per_block),
+          static_cast<int>(call.layout.row_length()),
+          [&](int r) { return chain.any_broken(r * per_row, r * per_row + per_row); });
+    }
   }
 }
 

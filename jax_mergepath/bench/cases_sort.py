@@ -203,6 +203,33 @@ def searchsorted_case(log2: int, cfg: Cfg, quick: bool) -> Case:
     )
 
 
+# Batched sorted-query searches of short rows (examples/species_energy.py's shape): rows of
+# SEARCH_ROW keys of a with SEARCH_ROW_QUERIES sorted queries each.
+SEARCH_ROW, SEARCH_ROW_QUERIES = 1024, 64
+
+
+def searchsorted_rows_case(log2: int) -> Case:
+    n = 1 << log2
+    width = min(SEARCH_ROW, n)
+    rows, q = n // width, SEARCH_ROW_QUERIES
+    a = jnp.sort(random_keys(prng(n, 55), (rows, width), jnp.int32), axis=-1)
+    v = jnp.sort(random_keys(prng(n, 56), (rows, q), jnp.int32), axis=-1)
+    args = (a, v)
+    baselines = [
+        Variant(f"vmap(jnp.searchsorted({meth}))",
+                lambda a, v, m=meth: jax.vmap(lambda r, s: jnp.searchsorted(r, s, method=m))(a, v),
+                args)
+        for meth in ("scan", "sort", "compare_all")
+    ]
+    return Case(
+        "sort", f"searchsorted int32 rows 2^{log2} as {rows} x ({width} + {q})", n,
+        4 * n + 2 * 4 * rows * q,
+        [Variant("sorted_v=True", lambda a, v: jmp.searchsorted(a, v, sorted_v=True), args),
+         Variant("sorted_v=False", lambda a, v: jmp.searchsorted(a, v), args)],
+        baselines,
+    )
+
+
 def sort_family(cfg: Cfg, sizes: dict, quick: bool) -> list[Callable[[], Case]]:
     """Case builders (data is made when a case runs, and freed after it)."""
     cases: list[Callable[[], Case]] = []
@@ -221,5 +248,6 @@ def sort_family(cfg: Cfg, sizes: dict, quick: bool) -> list[Callable[[], Case]]:
     for width in (512,) if quick else ROW_WIDTHS:
         if width < 1 << sizes["rows"]:
             cases.append(lambda w=width: rows_case(sizes["rows"], w, cfg))
+    cases.append(lambda: searchsorted_rows_case(sizes["search"]))
     cases.append(lambda: searchsorted_case(sizes["search"], cfg, quick))
     return cases

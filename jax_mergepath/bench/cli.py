@@ -22,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which cases: merge (merge, merge_by_key), batch (vmapped merges of "
                         "many rows, full and ragged), sort (sort, argsort, sort_by_key, "
                         "lax_sort, row sorts, searchsorted, peak memory) or all (default: all)")
+    p.add_argument("--case", action="append", default=None, metavar="TEXT",
+                   help="run only the cases whose name contains TEXT (repeatable: any of them; "
+                        "the others are built, then skipped)")
     p.add_argument("--quick", action="store_true", default=False,
                    help="a short run: int32 (and float32 sorts) only, 2^20 and the largest "
                         "size, one row width, no peak memory (default: off)")

@@ -79,16 +79,21 @@ def _rates(cfg: Cfg) -> dict:
             "dispatch_floor_s": {"kernel": floor.kernel_s, "user": floor.user_s}}
 
 
-def _run_cases(builders: list, cfg: Cfg, cub_times: dict, progress: Progress) -> list:
-    """Builds and runs each case in turn; returns every row (the JSON's "rows")."""
+def _run_cases(builders: list, cfg: Cfg, cub_times: dict, progress: Progress,
+               only: list[str] | None = None) -> list:
+    """Builds and runs each case in turn (only: those whose name contains one of these texts);
+    returns every row (the JSON's "rows")."""
     rows: list = []
     family = None
     for fam, build in builders:
+        t0 = time.perf_counter()
+        case = build()
+        if only and not any(text in case.name for text in only):
+            del case
+            continue
         if fam != family:
             family = fam
             say(f"\n== {fam} family\n{HEADER}")
-        t0 = time.perf_counter()
-        case = build()
         progress.start(case.name, t0)
         try:
             done = run_case(case, cfg, cub_times)
@@ -168,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if "sort" in families:
         builders += [("sort", b) for b in sort_family(cfg, sizes, args.quick)]
     progress.total = len(builders)
-    rows = _run_cases(builders, cfg, cub_times, progress)
+    rows = _run_cases(builders, cfg, cub_times, progress, args.case)
     if "sort" in families:
         if memory:
             print_memory(memory)

@@ -3,8 +3,8 @@
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
 rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
-(binary and merge path); sizes around the tiles; results are checked against numpy so a silent
-error also fails.
+(binary and merge path, short rows in the rows kernel); sizes around the tiles; results are
+checked against numpy so a silent error also fails.
 """
 
 from __future__ import annotations
@@ -117,6 +117,13 @@ def sort_cases(rng: np.random.Generator) -> None:
         bad = -np.sort(-rng.integers(-5, 105, 2**18)).astype(np.int32)
         got = np.asarray(jmp.searchsorted(np.sort(bad[::3]), bad, side, sorted_v=True))
         check(got.min() >= 0 and got.max() <= bad[::3].size, True, "searchsorted unsorted v")
+        # Short rows, several to a block of the rows kernel: sorted and unsorted queries.
+        ra = np.sort(rng.integers(0, 100, (300, 500)), axis=-1).astype(np.int32)
+        rq = rng.integers(-5, 105, (300, 70)).astype(np.int32)
+        want = np.stack([np.searchsorted(r, s, side) for r, s in zip(ra, np.sort(rq), strict=True)])
+        check(jmp.searchsorted(ra, np.sort(rq), side, sorted_v=True), want, "searchsorted rows")
+        got = np.asarray(jmp.searchsorted(ra, rq, side, sorted_v=True))
+        check(got.min() >= 0 and got.max() <= 500, True, "searchsorted rows unsorted v")
 
 
 def wide64_cases(rng: np.random.Generator) -> None:

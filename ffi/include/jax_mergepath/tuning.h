@@ -79,9 +79,18 @@ using MergePolicyFor = MergePolicy<int(sizeof(typename Traits::Bits)), kPayload,
 
 // Rows no longer than a tile are packed whole into tiles (no partition pass); longer merges are
 // cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
-// merge. Run pairs (sort passes) and ranks payloads (searchsorted) are always tiled.
+// merge. Run pairs (sort passes) are always tiled. Ranks payloads (searchsorted: full rows) are
+// packed up to half a tile, where the rows kernel holds at least one row a block whatever its
+// items (merge_rows_shape: room >= tile / 2, threads_per_row <= threads / 2 rounded up): a
+// batch of short rows then fills its blocks (species_energy's 1024 + 65: six rows a block of
+// 256 x 27, where the tiled kernel gave each its own 6912-slot tile).
 constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadKind payload) {
-  return layout.mode != RowMode::kRunPairs && !is_ranks(payload) && layout.row_length() <= tile;
+  if (layout.mode == RowMode::kRunPairs) return false;
+  if (is_ranks(payload)) {
+    return layout.mode == RowMode::kSeparate && layout.a_valid == nullptr &&
+           layout.b_valid == nullptr && 2 * layout.row_length() <= tile;
+  }
+  return layout.row_length() <= tile;
 }
 
 // Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
