@@ -6,7 +6,8 @@
 # Env: JMP_TEST_ARGS (test files, default all), JMP_TEST_WORKERS (pytest-xdist processes, e.g. 8
 # for the whole suite), JMP_SKIP_TESTS / JMP_SKIP_SANITIZER / JMP_SKIP_BENCH,
 # JMP_SANITIZER_TOOLS (default "memcheck racecheck") and JMP_SANITIZER_CASES (sanitizer_cases.py:
-# racecheck of "base" and of "wide64" take one device call each, ~9 and ~2.5 min); a CUDA wheel
+# racecheck of "base" and of "wide64" take one device call each, ~9 and ~2.5 min; "search":
+# searchsorted alone); a CUDA wheel
 # carried in .whl/ (tests/gpu/build_wheel.sh) is installed instead of building when it matches.
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"

@@ -29,12 +29,15 @@ def check(got, want, what: str) -> None:
 def main() -> None:
     rng = np.random.default_rng(0)
     assert jax.devices()[0].platform == "gpu", jax.devices()
-    # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts) or
-    # "wide64" (only those): racecheck of everything passes one device call's 10 minutes.
+    # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
+    # "wide64" (only those) or "search" (searchsorted only): racecheck of everything passes one
+    # device call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
-    if which != "wide64":
+    if which == "search":
+        search_cases(rng)
+    if which in ("all", "base"):
         base_cases(rng)
-    if which != "base":
+    if which in ("all", "wide64"):
         wide64_cases(rng)
     print("sanitizer cases OK")
 
@@ -105,6 +108,11 @@ def sort_cases(rng: np.random.Generator) -> None:
     want_f = np.take_along_axis(wide_f, np.argsort(-wide_f, axis=-1, kind="stable"), -1)
     got_f = np.asarray(jmp.sort(wide_f, descending=True))
     check(got_f.view(np.uint32), want_f.view(np.uint32), "wide float block sort")
+    search_cases(rng)
+
+
+def search_cases(rng: np.random.Generator) -> None:
+    """searchsorted: binary, merge path (tiled), short rows (rows kernel), unsorted queries."""
     a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
     q = rng.integers(-5, 105, 7000).astype(np.int32)
     for side in ("left", "right"):
