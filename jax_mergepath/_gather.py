@@ -1,7 +1,9 @@
 """Concatenations and gathers of keys and values that keep every bit: floats move as unsigned
 integers of their width (XLA's CPU concatenate and gather of bfloat16 rewrite NaN payloads,
 0x7f81 -> 0x7fc0), and derivatives flow as through `jnp.concatenate` / `jnp.take_along_axis`.
-The lowest layer: jax only."""
+bfloat16's bit casts sit behind optimization barriers: XLA:CPU fusions that cast them inside
+flushed subnormals on a host with avx512_bf16 (LLVM narrows float to bfloat16 there with
+vcvtneps2bf16, which flushes; NOTES.md). The lowest layer: jax only."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ def _on_bits(fn: Callable[..., jax.Array], dtype, *arrays: jax.Array) -> jax.Arr
     if not jnp.issubdtype(dtype, jnp.floating):
         return fn(*arrays)
     uint = jnp.dtype(f"uint{8 * jnp.dtype(dtype).itemsize}")
-    return lax.bitcast_convert_type(fn(*(lax.bitcast_convert_type(x, uint) for x in arrays)),
-                                    dtype)
+    # bfloat16: no fusion holds the casts (a bare bit cast is free).
+    fence = lax.optimization_barrier if jnp.dtype(dtype) == jnp.bfloat16 else (lambda x: x)
+    moved = fn(*(fence(lax.bitcast_convert_type(x, uint)) for x in arrays))
+    return lax.bitcast_convert_type(fence(moved), dtype)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1,))

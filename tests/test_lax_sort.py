@@ -247,3 +247,23 @@ def test_integer_keys_grad_of_a_float_operand(rng):
     got = jax.grad(lambda x: loss(jmp.lax_sort, x))(x)
     want = jax.grad(lambda x: loss(jax.lax.sort, x))(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_bfloat16_operand_bits_under_vmap_with_an_unbatched_key(rng):
+    """A bfloat16 operand gathered along dimension -2 under vmap, its key unbatched (fuzz case
+    1000445): subnormals, signed zeros and NaN payloads come back bit for bit. XLA:CPU fused the
+    gather's bit casts and flushed subnormals on a host with avx512_bf16 (jax_mergepath._gather
+    keeps them behind optimization barriers); elsewhere this passes either way."""
+    key = rng.integers(0, 3, (257, 3)).astype(np.int32)
+    bits = rng.choice(np.array([0x0001, 0x0003, 0x007F, 0x8001, 0x8000, 0x7F81, 0xFFC1, 0x3F80],
+                               np.uint16), size=(5, 257, 3))
+    other = rng.integers(0, 1 << 16, (5, 257, 3)).astype(np.uint16)
+
+    def sort(k, v, u):
+        return jmp.lax_sort((k, v, u), dimension=-2, num_keys=1)
+
+    _, got_v, got_u = jax.jit(jax.vmap(sort, in_axes=(None, 0, 0)))(
+        key, bits.view(jnp.bfloat16), other)
+    order = np.broadcast_to(np.argsort(key, axis=0, kind="stable"), bits.shape)
+    assert_bits_equal(got_v, np.take_along_axis(bits, order, 1).view(jnp.bfloat16), "bfloat16")
+    assert_bits_equal(got_u, np.take_along_axis(other, order, 1), "uint16")
