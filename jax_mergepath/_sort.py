@@ -305,6 +305,8 @@ def searchsorted(
     axis; when that axis holds all of a row's queries (1-d ``v`` for 1-d ``a``, or
     ``(*batch, q)``), the search is one merge-path pass over ``a`` and ``v`` instead of a binary
     search per query (other query shapes are searched query by query, with the same result).
+    The pass reads all of ``a``: it pays when the queries are many. With a few queries a row
+    (64 in rows of 1024 keys, say) the default binary search reads less and runs faster.
 
     Args:
         a: the sorted array: 1-d, or (*batch, n) with one sorted row per batch entry.
