@@ -19,7 +19,7 @@ def say(*parts: Any) -> None:
 
 
 class Progress:
-    """Progress lines on stderr for `total` cases; does nothing when not enabled."""
+    """Progress lines on stderr for `total` cases (0: unknown); does nothing when not enabled."""
 
     def __init__(self, total: int, enabled: bool = True) -> None:
         self.total, self.enabled = total, enabled
@@ -32,7 +32,8 @@ class Progress:
         """Opens the line of a case (counted: numbered i/total) or of a setup step."""
         if counted:
             self.index += 1
-        self.label = f"[{self.index}/{self.total}] {label}" if counted else f"[setup] {label}"
+        total = self.total or "?"  # 0: not known (a --case filter skips cases as they are built)
+        self.label = f"[{self.index}/{total}] {label}" if counted else f"[setup] {label}"
         self.t0 = time.perf_counter() if t0 is None else t0
         self.broken = False
         if self.enabled:

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         builders += [("batch", b) for b in batch_cases(sizes["batch"], args.quick)]
     if "sort" in families:
         builders += [("sort", b) for b in sort_family(cfg, sizes, args.quick)]
-    progress.total = len(builders)
+    progress.total = 0 if args.case else len(builders)
     rows = _run_cases(builders, cfg, cub_times, progress, args.case)
     if "sort" in families:
         if memory:
