@@ -1,9 +1,12 @@
 """Concatenations and gathers of keys and values that keep every bit: floats move as unsigned
 integers of their width (XLA's CPU concatenate and gather of bfloat16 rewrite NaN payloads,
 0x7f81 -> 0x7fc0), and derivatives flow as through `jnp.concatenate` / `jnp.take_along_axis`.
-bfloat16's bit casts sit behind optimization barriers: XLA:CPU fusions that cast them inside
-flushed subnormals on a host with avx512_bf16 (LLVM narrows float to bfloat16 there with
-vcvtneps2bf16, which flushes; NOTES.md). The lowest layer: jax only."""
+bfloat16's bit casts sit behind optimization barriers: on a host with avx512_bf16 (where LLVM
+narrows float to bfloat16 with vcvtneps2bf16, which flushes subnormals) XLA:CPU's program for a
+vmapped gather of bfloat16 flushed them. XLA drops the barriers when it compiles; what they
+change is where the transposes land (on the uint16 bits, before the cast back), and that
+program kept every bit there (NOTES.md: an observed fix, not a guarantee). The lowest layer: jax
+only."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ def _on_bits(fn: Callable[..., jax.Array], dtype, *arrays: jax.Array) -> jax.Arr
     if not jnp.issubdtype(dtype, jnp.floating):
         return fn(*arrays)
     uint = jnp.dtype(f"uint{8 * jnp.dtype(dtype).itemsize}")
-    # bfloat16: no fusion holds the casts (a bare bit cast is free).
+    # bfloat16: the transposes XLA adds stay on the bits (see the module docstring).
     fence = lax.optimization_barrier if jnp.dtype(dtype) == jnp.bfloat16 else (lambda x: x)
     moved = fn(*(fence(lax.bitcast_convert_type(x, uint)) for x in arrays))
     return lax.bitcast_convert_type(fence(moved), dtype)

@@ -173,10 +173,19 @@ def test_unsorted_v_with_sorted_v_stays_in_bounds(rng, side, pattern):
         got = np.asarray(_search_into_junk(a, v, side, jnp.full(q, -7, jnp.int32)))
         assert got.shape == (q,) and got.dtype == np.int32
         assert got.min() >= 0 and got.max() <= n, (n, q, got.min(), got.max())
-    # Rows of one tile each, and short rows several to a block (the GPU's rows kernel).
+    # Rows of one tile each, and short rows several to a block (the GPU's rows kernel), their
+    # queries in the pattern's order along each row.
     for rows, n, q in ((40, 3000, 5000), (300, 1000, 65), (300, 40, 900)):
         rows_a = ref_sort(rng.integers(-50, 50, (rows, n)).astype(np.int32))
         rows_v = rng.integers(-60, 60, (rows, q)).astype(np.int32)
+        if pattern == "descending":
+            rows_v = -np.sort(-rows_v, axis=-1)
+        elif pattern == "sawtooth":  # sorted runs of ~q / 4 a row
+            rows_v = np.concatenate([np.sort(r, axis=-1) for r in np.array_split(rows_v, 4, -1)],
+                                    axis=-1)
+        elif pattern == "one_late":
+            rows_v = np.sort(rows_v, axis=-1)
+            rows_v[:, q // 7] = 5000
         junk = jnp.full((rows, q), -7, jnp.int32)
         got = np.asarray(_search_into_junk(rows_a, rows_v, side, junk))
         assert got.min() >= 0 and got.max() <= n, (rows, n, q, got.min(), got.max())

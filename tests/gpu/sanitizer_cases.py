@@ -33,6 +33,8 @@ def main() -> None:
     # "wide64" (only those) or "search" (searchsorted only): racecheck of everything passes one
     # device call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
+    if which not in ("all", "base", "wide64", "search"):
+        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected all, base, wide64 or search")
     if which == "search":
         search_cases(rng)
     if which in ("all", "base"):
