@@ -6,15 +6,8 @@
 # at --max-log2 JMP_FUZZ_LOG2 (default 24: quad passes of 8-byte elements). Logs to $OUT (or
 # ./gpu-logs). Exit status: non-zero when the install, a test, an example or the fuzz failed.
 #   bash tests/gpu/examples_run.sh [example ...]    # default: all three
-set -uo pipefail
-out="${OUT:-gpu-logs}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
-export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
-bash "$repo/tests/gpu/install.sh" > "$out/build.log" 2>&1 \
-  || { tail -30 "$out/build.log"; echo "BUILD FAILED"; exit 1; }
-cd "$repo/tests"  # import the installed package, not the source tree
-status=0
+# shellcheck source=run_prologue.sh
+source "$(dirname "$0")/run_prologue.sh"  # out, repo, the install, cd tests/, status=0
 python3 -m pytest -q -p no:cacheprovider ${JMP_TEST_ARGS:-test_examples.py} 2>&1 \
   | tee "$out/pytest.log" | tail -4 || status=1
 examples=("$@")

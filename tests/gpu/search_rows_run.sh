@@ -6,15 +6,8 @@
 # kernel, and bf16_fix_probe.py (fuzz case 1000445: the CPU device's bfloat16 flush). Every step has a timeout so
 # the run fits one device call (JMP_SKIP_SANITIZER=1 skips compute-sanitizer). Logs to $OUT (or
 # ./gpu-logs); non-zero exit when a step failed.
-set -uo pipefail
-out="${OUT:-gpu-logs}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
-export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
-bash "$repo/tests/gpu/install.sh" > "$out/build.log" 2>&1 \
-  || { tail -30 "$out/build.log"; echo "BUILD FAILED"; exit 1; }
-cd "$repo/tests"  # import the installed package, not the source tree
-status=0
+# shellcheck source=run_prologue.sh
+source "$(dirname "$0")/run_prologue.sh"  # out, repo, the install, cd tests/, status=0
 step() {  # step SECONDS LOG command...: runs it, keeps its output, shows its tail
   local limit=$1 log=$2; shift 2
   timeout "$limit" "$@" > "$out/$log" 2>&1 || { echo "FAILED (rc $?): $*"; status=1; }
