@@ -62,13 +62,11 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   const MergeLayout& layout = call.layout;
   if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
   const auto flip = direction_mask<Traits>(call.descending);
-  if constexpr (is_ranks(kPayload)) {
-    // Full rows of at most half a tile (merge_is_packed): the rows kernel always holds them.
-    if (merge_is_packed(kTile, layout, kPayload)) {
+  if (merge_is_packed(kTile, layout, kPayload)) {
+    if constexpr (is_ranks(kPayload)) {
+      // Full rows of at most half a tile (merge_is_packed): the rows kernel always holds them.
       return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
-    }
-  } else {
-    if (merge_is_packed(kTile, layout, kPayload)) {
+    } else {
       const bool full = layout.mode == RowMode::kRuns ||
                         (layout.a_valid == nullptr && layout.b_valid == nullptr);
       if (full) {
