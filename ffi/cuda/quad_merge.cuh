@@ -35,7 +35,10 @@
 
 namespace jax_mergepath {
 
-inline constexpr int kQuadPartitionThreads = 256;
+// Blocks of 64 threads spread a quad split of a few thousand boundaries (2^24 sorts: ~6000, 24
+// blocks of 256) over more SMs: 2^24 int64 / float64 + int32 quad passes 2.5-3% faster, their
+// partitions 46-59 -> 42-52 us; 2^27 int32 unchanged (benchmarks/h200_partition_threads_ab.txt).
+inline constexpr int kQuadPartitionThreads = 64;
 
 // The four runs of quad `g` (the geometry of the run pair (X, Y) of width 2 w): their lengths.
 struct QuadRuns {
