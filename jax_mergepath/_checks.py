@@ -52,8 +52,9 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
 
 def as_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
     """x as a jax array. A Python scalar or list given beside an array (`like`) takes that
-    array's dtype when its values fit it exactly (ints in range, ints or floats into a float
-    dtype), so `merge(int8_array, [1, 5])` works."""
+    array's dtype when its values fit it (ints in range; ints exactly, or floats rounded, into a
+    float dtype, without overflowing to infinity), so `merge(int8_array, [1, 5])` works; values
+    that do not fit keep their own dtype, and the dtype check then names the mismatch."""
     _host_dtype_error(x, name, op)
     if like is not None and not _is_array(x):
         host = np.asarray(x)
@@ -71,7 +72,13 @@ def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
             return True
         info = np.iinfo(target)
         return bool(host.min() >= info.min and host.max() <= info.max)
-    return host.dtype.kind in "iuf" and jnp.issubdtype(target, jnp.floating)  # (bfloat16 too)
+    if host.dtype.kind not in "iuf" or not jnp.issubdtype(target, jnp.floating):
+        return False
+    with np.errstate(all="ignore"):  # (bfloat16 and the float8 types too: ml_dtypes)
+        cast = host.astype(target).astype(np.float64)
+    if host.dtype.kind == "f":  # rounding is fine, overflow to infinity is not
+        return bool(np.all(np.isfinite(cast) | ~np.isfinite(host)))
+    return bool(np.all(np.isfinite(cast)) and np.all(cast.astype(host.dtype) == host))
 
 
 def list_note(x: Any) -> str:
@@ -151,14 +158,29 @@ def check_length(length: DimSize, op: str) -> None:
         )
 
 
+def host_index_array(x: Any) -> Any:
+    """Integer host data (numpy arrays, lists) clamped to [0, 2**31 - 1] on the host, as int32:
+    with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32 (2**32 + 1 -> 1)
+    before any clamp could see them. Anything else (jax arrays, bools, floats) unchanged."""
+    if isinstance(x, jax.Array):
+        return x
+    try:
+        host = np.asarray(x)
+    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
+        return x
+    if host.dtype.kind not in "iu":
+        return x
+    return np.clip(host, 0, INDEX_LIMIT - 1).astype(np.int32)
+
+
 def clamp_int32(v: ArrayLike, hi: DimSize) -> jax.Array:
     """Integers clamped to [0, hi] (hi < 2**31, or a symbolic dimension), as int32, never
-    wrapped: Python ints are clamped on the host (any size), int arrays in their own dtype with
-    a bound it can hold."""
+    wrapped: Python ints and host arrays are clamped on the host (any size), jax int arrays in
+    their own dtype with a bound it can hold."""
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
         host = min(max(int(v), 0), INDEX_LIMIT - 1)
         return jnp.asarray(jax.core.min_dim(host, hi), np.int32)
-    v = jnp.asarray(v)
+    v = jnp.asarray(host_index_array(v))
     bound = jax.core.min_dim(hi, min(INDEX_LIMIT - 1, int(jnp.iinfo(v.dtype).max)))
     return jnp.clip(v, 0, bound).astype(np.int32)
 
@@ -179,7 +201,7 @@ def row_lengths(
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         return jnp.full(batch, clamp_int32(value, default))
     _host_dtype_error(value, name, op)
-    v = jnp.asarray(value)
+    v = jnp.asarray(host_index_array(value))
     check_int_dtype(v, name, op)
     try:
         v = jnp.broadcast_to(v, batch)

@@ -22,7 +22,7 @@ def _on_bits(fn: Callable[..., jax.Array], dtype, *arrays: jax.Array) -> jax.Arr
     """fn(*arrays) with float arrays of `dtype` seen as unsigned integers of their width."""
     if not jnp.issubdtype(dtype, jnp.floating):
         return fn(*arrays)
-    uint = jnp.dtype(f"uint{8 * jnp.dtype(dtype).itemsize}")
+    uint = jnp.dtype(f"uint{jnp.finfo(dtype).bits}")  # (float4_e2m1fn: uint4, not uint8)
     # bfloat16: the transposes XLA adds stay on the bits (see the module docstring).
     fence = lax.optimization_barrier if jnp.dtype(dtype) == jnp.bfloat16 else (lambda x: x)
     moved = fn(*(fence(lax.bitcast_convert_type(x, uint)) for x in arrays))

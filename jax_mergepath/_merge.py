@@ -29,6 +29,7 @@ from jax_mergepath._checks import (
     definitely,
     fusable_values,
     gather_along,
+    host_index_array,
     list_note,
     normalize_axis,
     row_lengths,
@@ -291,9 +292,10 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     precondition are :func:`merge`'s (unsorted inputs give some split in range).
 
     Args:
-        k: output positions: an int, or an int array whose leading dimensions are the batch
-            shape of ``a`` and ``b`` (any trailing shape of queries; any shape at all for 1-d
-            ``a``), clamped to ``[0, m + n]``.
+        k: output positions: an int (for batched ``a`` and ``b``, one position for every row),
+            or an int array whose leading dimensions are the batch shape of ``a`` and ``b``
+            (any trailing shape of queries; any shape at all for 1-d ``a``), clamped to
+            ``[0, m + n]``.
         a: keys sorted along their last axis, of a key dtype.
         b: keys of ``a``'s dtype sorted likewise, with ``a``'s leading (batch) dimensions.
         descending: ``a`` and ``b`` are sorted largest first.
@@ -321,8 +323,14 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
     check_length(m + n, op)
-    k = clamp_int32(k, m + n) if isinstance(k, int | np.integer) else as_array(k, "k", op)
+    k = (
+        clamp_int32(k, m + n)
+        if isinstance(k, int | np.integer)
+        else as_array(host_index_array(k), "k", op)
+    )
     check_int_dtype(k, "k", op)
+    if k.ndim == 0:  # an int: one position a row
+        k = jnp.broadcast_to(k, batch)
     if k.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: k's leading dimensions must be the batch shape "

@@ -1,6 +1,8 @@
 # Regressions found in review: sub-byte value dtypes, narrow or huge integer lengths / splits /
 # positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors, empty
-# batches of co_rank, Python floats beside bfloat16 keys, bfloat16 NaN payloads through gathers.
+# batches of co_rank, Python floats beside bfloat16 keys, bfloat16 NaN payloads through gathers,
+# host int64 lengths past int32 (x64 off), float4 values, an int position for batched co_rank,
+# Python ints that do not fit a float dtype.
 from __future__ import annotations
 
 import jax
@@ -114,3 +116,49 @@ def test_values_moved_by_a_gather_keep_their_bits():
     same_bits(vals["x"], bits[[0, 2, 1, 3]])
     same_bits(jmp.merge(v, v[:0]), bits)  # an empty side: no kernel, the inputs concatenated
     same_bits(jmp.merge_by_key(v[:0], v, v[:0], v)[1], bits)
+
+
+def test_host_int64_lengths_past_int32_are_clamped_not_wrapped():
+    # With x64 off (JAX's default; the suite turns it on), jnp.asarray wraps an int64 numpy
+    # array (2**32 + 1 -> 1); the package clamps host arrays on the host first.
+    with jax.enable_x64(False):
+        a, b = jnp.array([1, 3, 5, 7]), jnp.array([2, 4])
+        got = jmp.merge(a, b, a_length=np.array(2**32 + 1), return_indices=True)[1]
+        np.testing.assert_array_equal(np.asarray(got), [0, 4, 1, 5, 2, 3])
+        assert int(jmp.co_rank(np.array([2**32 + 1]), a, b)[0]) == 4
+        x = jnp.array([1, 5, 9, 2, 3, 4])  # split past d: all of x is the first run
+        for split in (np.array(2**32 + 3), np.array(2**63, np.uint64)):
+            np.testing.assert_array_equal(np.asarray(jmp.merge_runs(x, split)), np.asarray(x))
+
+
+@pytest.mark.parametrize("trailing", [(), (2,)])
+def test_float4_values_move_with_their_keys(trailing):
+    # float4_e2m1fn is 4 bits wide: its bits move as uint4, not uint8.
+    keys = jnp.array([3, 1, 2, 0, 5, 4])
+    col = np.array([0.5, 1.0, 1.5, 2.0, 3.0, 6.0], np.float32)
+    host = np.stack([col, -col], axis=1) if trailing else col
+    values = jnp.asarray(host).astype(jnp.float4_e2m1fn)
+    order = np.argsort(np.asarray(keys), kind="stable")
+    _, got = jmp.sort_by_key(keys, values)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), host[order])
+    if not trailing:
+        got = jmp.lax_sort((keys, values))[1]
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float32), host[order])
+    _, v = jmp.merge_by_key(keys[:3] * 0, keys[3:] * 0 + 1, values[:3], values[3:])
+    np.testing.assert_array_equal(np.asarray(v).astype(np.float32), host)
+
+
+def test_an_int_position_of_a_batched_co_rank_is_one_a_row():
+    a = jnp.array([[1, 3], [2, 4]])
+    b = jnp.array([[2], [1]])
+    np.testing.assert_array_equal(np.asarray(jmp.co_rank(2, a, b)), [1, 1])
+    np.testing.assert_array_equal(np.asarray(jmp.co_rank(jnp.array(1), a, b)), [1, 0])
+
+
+def test_python_ints_that_do_not_fit_a_float_dtype_are_not_cast():
+    with pytest.raises(TypeError, match="same dtype"):
+        jmp.merge(jnp.array([1.0, 2.0], jnp.float16), [70000])  # inf in float16
+    with pytest.raises(TypeError, match="same dtype"):
+        jmp.merge(jnp.array([1.0, 2.0], jnp.float32), [16777217])  # rounds in float32
+    merged = jmp.merge(jnp.array([1.0, 2.0], jnp.float32), [0.5, 1.5])  # floats may round
+    assert merged.dtype == jnp.float32
