@@ -52,16 +52,33 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
 
 def as_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
     """x as a jax array. A Python scalar or list given beside an array (`like`) takes that
-    array's dtype when its values fit it (ints in range; ints exactly, or floats rounded, into a
-    float dtype, without overflowing to infinity), so `merge(int8_array, [1, 5])` works; values
-    that do not fit keep their own dtype, and the dtype check then names the mismatch."""
+    array's dtype when its values fit it (ints in range; ints or floats into a float dtype,
+    rounded as JAX rounds Python scalars), so `merge(int8_array, [1, 5])` works; values of
+    another kind keep their own dtype, and the dtype check then names the mismatch. Finite
+    values that a float dtype would turn into infinities raise a TypeError here (with x64 off
+    `jnp.asarray` would make float32 infinities of them, silently)."""
     _host_dtype_error(x, name, op)
     if like is not None and not _is_array(x):
         host = np.asarray(x)
         target = np.dtype(like.dtype)
+        if _overflows_float(host, target):
+            raise TypeError(
+                f"jax_mergepath.{op}: {name}{list_note(x)} holds values too large for the "
+                f"other argument's dtype {target} (they would become infinities)"
+            )
         if _python_values_fit(host, target):
             return jnp.asarray(host, dtype=target)
     return jnp.asarray(x)
+
+
+def _overflows_float(host: np.ndarray, target: np.dtype) -> bool:
+    """Whether finite numbers of `host` become infinities in the float dtype `target`."""
+    if host.dtype.kind not in "iuf" or not jnp.issubdtype(target, jnp.floating):
+        return False
+    with np.errstate(all="ignore"):  # (bfloat16 and the float8 types too: ml_dtypes)
+        wide = host.astype(np.float64)
+        cast = host.astype(target).astype(np.float64)
+    return bool(np.any(np.isfinite(wide) & ~np.isfinite(cast)))
 
 
 def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
@@ -72,13 +89,7 @@ def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
             return True
         info = np.iinfo(target)
         return bool(host.min() >= info.min and host.max() <= info.max)
-    if host.dtype.kind not in "iuf" or not jnp.issubdtype(target, jnp.floating):
-        return False
-    with np.errstate(all="ignore"):  # (bfloat16 and the float8 types too: ml_dtypes)
-        cast = host.astype(target).astype(np.float64)
-    if host.dtype.kind == "f":  # rounding is fine, overflow to infinity is not
-        return bool(np.all(np.isfinite(cast) | ~np.isfinite(host)))
-    return bool(np.all(np.isfinite(cast)) and np.all(cast.astype(host.dtype) == host))
+    return host.dtype.kind in "iuf" and jnp.issubdtype(target, jnp.floating)  # (bfloat16 too)
 
 
 def list_note(x: Any) -> str:
@@ -170,7 +181,8 @@ def host_index_array(x: Any) -> Any:
         return x
     if host.dtype.kind not in "iu":
         return x
-    return np.clip(host, 0, INDEX_LIMIT - 1).astype(np.int32)
+    wide = host.astype(np.uint64 if host.dtype.kind == "u" else np.int64)  # (numpy 2.0 refuses
+    return np.clip(wide, 0, INDEX_LIMIT - 1).astype(np.int32)  # bounds its dtype cannot hold)
 
 
 def clamp_int32(v: ArrayLike, hi: DimSize) -> jax.Array:

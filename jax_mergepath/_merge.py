@@ -292,16 +292,17 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     precondition are :func:`merge`'s (unsorted inputs give some split in range).
 
     Args:
-        k: output positions: an int (for batched ``a`` and ``b``, one position for every row),
-            or an int array whose leading dimensions are the batch shape of ``a`` and ``b``
-            (any trailing shape of queries; any shape at all for 1-d ``a``), clamped to
-            ``[0, m + n]``.
+        k: output positions: an int or 0-d int array (for batched ``a`` and ``b``, one
+            position for every row), or an int array whose leading dimensions are the batch
+            shape of ``a`` and ``b`` (any trailing shape of queries; any shape at all for 1-d
+            ``a``), clamped to ``[0, m + n]``.
         a: keys sorted along their last axis, of a key dtype.
         b: keys of ``a``'s dtype sorted likewise, with ``a``'s leading (batch) dimensions.
         descending: ``a`` and ``b`` are sorted largest first.
 
     Returns:
-        int32 ``i`` of ``k``'s shape, ``max(0, k - n) <= i <= min(k, m)``.
+        int32 ``i`` of ``k``'s shape (a 0-d ``k`` with batched ``a`` and ``b``: the batch
+        shape), ``max(0, k - n) <= i <= min(k, m)``.
 
     Raises:
         TypeError: ``a`` and ``b`` of different dtypes, a complex or non-key dtype, ``k`` not
@@ -325,7 +326,7 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     check_length(m + n, op)
     k = (
         clamp_int32(k, m + n)
-        if isinstance(k, int | np.integer)
+        if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
         else as_array(host_index_array(k), "k", op)
     )
     check_int_dtype(k, "k", op)

@@ -2,7 +2,7 @@
 # positions (clamped, never wrapped), jax.disable_jit(), bool axes, value shape errors, empty
 # batches of co_rank, Python floats beside bfloat16 keys, bfloat16 NaN payloads through gathers,
 # host int64 lengths past int32 (x64 off), float4 values, an int position for batched co_rank,
-# Python ints that do not fit a float dtype.
+# Python numbers that overflow a float dtype.
 from __future__ import annotations
 
 import jax
@@ -155,10 +155,17 @@ def test_an_int_position_of_a_batched_co_rank_is_one_a_row():
     np.testing.assert_array_equal(np.asarray(jmp.co_rank(jnp.array(1), a, b)), [1, 0])
 
 
-def test_python_ints_that_do_not_fit_a_float_dtype_are_not_cast():
-    with pytest.raises(TypeError, match="same dtype"):
-        jmp.merge(jnp.array([1.0, 2.0], jnp.float16), [70000])  # inf in float16
-    with pytest.raises(TypeError, match="same dtype"):
-        jmp.merge(jnp.array([1.0, 2.0], jnp.float32), [16777217])  # rounds in float32
-    merged = jmp.merge(jnp.array([1.0, 2.0], jnp.float32), [0.5, 1.5])  # floats may round
-    assert merged.dtype == jnp.float32
+def test_python_numbers_that_overflow_a_float_dtype_raise():
+    # With x64 off, jnp.asarray would turn [1e300] into a float32 infinity matching the keys.
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            with pytest.raises(TypeError, match="infinities"):
+                jmp.merge(jnp.array([1.0, 2.0], jnp.float16), [70000])
+            with pytest.raises(TypeError, match="infinities"):
+                jmp.merge([1e300], jnp.array([1.0, 2.0], jnp.float32))
+            merged = jmp.merge(jnp.array([1.0, 2.0], jnp.float32), [0.5, float("inf")])
+            assert merged.dtype == jnp.float32  # infinities given as such are numbers
+            merged = jmp.merge(jnp.array([1.0, 2.0], jnp.bfloat16), [301])  # rounds, as JAX does
+            assert merged.dtype == jnp.bfloat16
+    with pytest.raises(TypeError, match="k"):
+        jmp.co_rank(True, jnp.arange(3), jnp.arange(3))
