@@ -2,9 +2,10 @@
 # partition_threads_ab.sh: A/B of the partition kernels' block size in tests/gpu/quad_sweep.cu.
 # Builds three variants from copies of ffi/ and tests/gpu/ with the constants edited by sed
 # (A: kQuadPartitionThreads 256 and kPartitionThreads 256, the repo before the change; B: quad 64,
-# the repo since; C: both 64), then times a quad pass and its partitions alone, two rounds alternating: 8-byte keys
-# with int32 positions at 2^24 in runs of 17408 and 69632 (argsort of int64 / float64 2^24's
-# quad passes), int32 keys at 2^27 in runs of 2^15. Logs go to $OUT (or /tmp/out).
+# the repo since; C: both 64), then times a quad pass and its partitions alone, two rounds
+# alternating: 8-byte keys with int32 positions at 2^24 in runs of 17408 and 69632 (argsort of
+# int64 / float64 2^24's quad passes), int32 keys at 2^27 in runs of 2^15. Logs go to $OUT (or
+# /tmp/out). kPartitionThreads is matched at 256, its value in the repo.
 # Usage (repo root, GPU machine): bash tests/gpu/partition_threads_ab.sh
 set -u
 B=${OUT:-/tmp/out}; mkdir -p $B
