@@ -16,7 +16,7 @@
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
-#include "merge_cpu.h"
+#include "cpu_entry.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {
@@ -119,7 +119,7 @@ template <typename Traits, PayloadKind kPayload, typename Value, int64_t kTile>
 void merge_batch(const MergeCall& call) {
   using Bits = typename Traits::Bits;
   const MergeLayout& layout = call.layout;
-  const Bits flip = direction_mask<Traits>(call.descending);
+  const Bits flip = order_mask<Traits>(call.key_type, call.descending);
   const Bits* a_all = static_cast<const Bits*>(call.a);
   const Bits* b_all = static_cast<const Bits*>(layout.mode == RowMode::kSeparate ? call.b : call.a);
   const TileMap map = tile_map(layout, kTile);

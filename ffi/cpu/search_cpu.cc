@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "jax_mergepath/merge_path.h"
-#include "merge_cpu.h"
+#include "cpu_entry.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {
@@ -13,7 +13,7 @@ void co_rank_cpu(const CoRankCall& call) {
   visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     using Bits = typename Traits::Bits;
-    const Bits flip = direction_mask<Traits>(call.descending);
+    const Bits flip = order_mask<Traits>(call.key_type, call.descending);
     const int64_t total = call.rows * call.queries;
     parallel_for(total, 32, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t q = begin; q < end; ++q) {
@@ -34,7 +34,7 @@ void is_sorted_cpu(const IsSortedCall& call) {
   visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     using Bits = typename Traits::Bits;
-    const Bits flip = direction_mask<Traits>(call.descending);
+    const Bits flip = order_mask<Traits>(call.key_type, call.descending);
     parallel_for(call.rows, call.length, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const Bits* x = static_cast<const Bits*>(call.x) + row * call.length;
@@ -55,14 +55,15 @@ void searchsorted_cpu(const SearchCall& call) {
   visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     using Bits = typename Traits::Bits;
+    const Bits mask = order_mask<Traits>(call.key_type, false);
     const int64_t total = call.rows * call.queries;
     parallel_for(total, 32, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t q = begin; q < end; ++q) {
         const int64_t row = q / call.queries;
         const Bits* a = static_cast<const Bits*>(call.a) + row * call.length;
-        const Bits v = Traits::order_key(static_cast<const Bits*>(call.v)[q]);
-        call.out[q] = static_cast<int32_t>(
-            insertion_point<Traits>(call.length, v, call.right, [&](int64_t i) { return a[i]; }));
+        const Bits v = directed_key<Traits>(static_cast<const Bits*>(call.v)[q], mask);
+        call.out[q] = static_cast<int32_t>(insertion_point<Traits>(
+            call.length, v, call.right, mask, [&](int64_t i) { return a[i]; }));
       }
     });
   });

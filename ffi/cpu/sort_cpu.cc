@@ -18,7 +18,7 @@
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_network.h"
 #include "jax_mergepath/tuning.h"
-#include "merge_cpu.h"
+#include "cpu_entry.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {
@@ -177,7 +177,7 @@ void sort_cpu(const SortCall& call) {
   if (call.rows == 0 || call.length == 0) return;
   visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
-    const auto flip = direction_mask<Traits>(call.descending);
+    const auto flip = order_mask<Traits>(call.key_type, call.descending);
     switch (call.payload) {
       case PayloadKind::kIndex:
         RowSorter<Traits, PayloadKind::kIndex, int32_t>{call, flip}.run();

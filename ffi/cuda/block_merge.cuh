@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "tile_io.cuh"
 

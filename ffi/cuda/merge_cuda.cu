@@ -1,9 +1,9 @@
-// merge_cuda.cu: merge_cuda, the CUDA batched merge's entry point (merge_launch.h): the key
+// merge_cuda.cu: merge_cuda, the CUDA batched merge's entry point (cuda_entry.h): the key
 // type of the call -> launch_merge (merge_dispatch.cuh).
 #include <cuda_runtime.h>
 
 #include "merge_dispatch.cuh"
-#include "merge_launch.h"
+#include "cuda_entry.h"
 
 namespace jax_mergepath {
 

@@ -17,7 +17,7 @@
 
 #include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
@@ -61,7 +61,7 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   constexpr int kTile = static_cast<int>(Policy::kTile);
   const MergeLayout& layout = call.layout;
   if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
-  const auto flip = direction_mask<Traits>(call.descending);
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
   if (merge_is_packed(kTile, layout, kPayload)) {
     if constexpr (is_ranks(kPayload)) {
       // Full rows of at most half a tile (merge_is_packed): the rows kernel always holds them.

@@ -29,7 +29,7 @@
 #include "block_merge.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "partition.cuh"

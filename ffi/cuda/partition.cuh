@@ -31,7 +31,7 @@
 
 #include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 
@@ -185,7 +185,7 @@ cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t*
   const int64_t boundaries = map.boundaries();
   const Bits* a = static_cast<const Bits*>(call.a);
   const Bits* b = layout.mode == RowMode::kSeparate ? static_cast<const Bits*>(call.b) : a;
-  const Bits flip = direction_mask<Traits>(call.descending);
+  const Bits flip = order_mask<Traits>(call.key_type, call.descending);
   int32_t* chain_flags =
       merge_checks_order(layout, call.payload) ? workspace + boundaries : nullptr;
   const int64_t blocks = partition_blocks(boundaries);

@@ -26,7 +26,7 @@
 #include "block_merge.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
@@ -233,7 +233,7 @@ cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t*
       err != cudaSuccess) {
     return err;
   }
-  const auto flip = direction_mask<Traits>(call.descending);
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
   auto* partition = quad_partition_kernel<Traits>;
   const unsigned blocks =
@@ -264,7 +264,7 @@ cudaError_t launch_quad_pass(const MergeCall& pairs, int32_t* workspace, cudaStr
   auto* merge = quad_merge_kernel<Traits, kPayload, Value, Policy>;
   return launch_kernel(merge, static_cast<unsigned>(quad_map.tiles()), Policy::kThreads, stream,
                        call, workspace + pair_map.boundaries(),
-                       direction_mask<Traits>(call.descending), quad_map);
+                       order_mask<Traits>(call.key_type, call.descending), quad_map);
 }
 
 }  // namespace jax_mergepath

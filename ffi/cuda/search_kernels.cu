@@ -10,7 +10,7 @@
 
 #include "grid_launch.cuh"
 #include "jax_mergepath/merge_path.h"
-#include "merge_launch.h"
+#include "cuda_entry.h"
 
 namespace jax_mergepath {
 namespace {
@@ -97,9 +97,10 @@ __global__ void searchsorted_kernel(SearchCall call) {
   if (q >= call.rows * call.queries) return;
   const int64_t row = q / call.queries;
   const Bits* a = static_cast<const Bits*>(call.a) + row * call.length;
-  const Bits v = Traits::order_key(__ldg(static_cast<const Bits*>(call.v) + q));
-  call.out[q] = static_cast<int32_t>(
-      insertion_point<Traits>(call.length, v, call.right, [&](int64_t i) { return __ldg(a + i); }));
+  const Bits mask = order_mask<Traits>(call.key_type, false);
+  const Bits v = directed_key<Traits>(__ldg(static_cast<const Bits*>(call.v) + q), mask);
+  call.out[q] = static_cast<int32_t>(insertion_point<Traits>(
+      call.length, v, call.right, mask, [&](int64_t i) { return __ldg(a + i); }));
 }
 
 }  // namespace
@@ -132,7 +133,7 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
     using Traits = decltype(traits);
     auto* kernel = is_sorted_kernel<Traits>;
     return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call,
-                         direction_mask<Traits>(call.descending));
+                         order_mask<Traits>(call.key_type, call.descending));
   });
 }
 
@@ -145,7 +146,7 @@ cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream) {
     using Traits = decltype(traits);
     auto* kernel = co_rank_kernel<Traits>;
     return launch_kernel(kernel, blocks, kThreads, stream, call,
-                         direction_mask<Traits>(call.descending));
+                         order_mask<Traits>(call.key_type, call.descending));
   });
 }
 

@@ -1,4 +1,4 @@
-// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (merge_launch.h). All on `stream`,
+// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (cuda_entry.h). All on `stream`,
 // no allocation, no host sync (graph-safe):
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
 //      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
@@ -21,7 +21,7 @@
 #include "quad_merge.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
-#include "merge_launch.h"
+#include "cuda_entry.h"
 
 namespace jax_mergepath {
 namespace {
@@ -51,7 +51,7 @@ cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStr
   const int64_t blocks =
       span < Policy::kTile ? ceil_div(rows, Policy::kTile / span) : rows * tiles_per_row;
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  const auto flip = direction_mask<Traits>(call.descending);
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
   if (cudaError_t err = launch_block_sort<Traits, kPayload, Value, Policy>(
           static_cast<unsigned>(blocks), stream, call, key_buf[cur], val_buf[cur], flip,
           static_cast<int>(span), tiles_per_row, row_flags);

@@ -1,6 +1,6 @@
 // common.h: what the CPU and CUDA FFI handlers share: the DataType -> KeyType table, and the
 // decoding + validation of a merge / co_rank call's buffers into the plain MergeCall / CoRankCall
-// of merge_args.h. Shapes are (rows..., length): every leading dimension is a batch row.
+// of call_args.h. Shapes are (rows..., length): every leading dimension is a batch row.
 // Handlers return ffi::Error, never throw.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace jax_mergepath {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../cpu/merge_cpu.h"
+#include "../cpu/cpu_entry.h"
 #include "common.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "../cuda/merge_launch.h"
+#include "../cuda/cuda_entry.h"
 #include "common.h"
 #include "jax_mergepath/tuning.h"
 

@@ -1,6 +1,7 @@
 // key_types.h: the dispatch table from a runtime key type to its ordering traits.
-// Adding a key dtype is one enum entry here, one case in visit_key_type, and one line in the
-// handlers' DataType table (ffi/handlers/common.h).
+// Adding a key dtype is one enum entry here, one case in visit_key_type (and in order_mask when
+// it runs as another type's traits), and one line in the handlers' DataType table
+// (ffi/handlers/common.h).
 #pragma once
 
 #include <cstdint>
@@ -14,27 +15,48 @@ enum class KeyType : int {
   kBool, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64, kF16, kBF16, kF32, kF64, kInvalid
 };
 
-// Calls f(Traits{}) for the key type's traits; returns f's result. kInvalid is never visited
-// (handlers reject it first); it falls back to U8Key only to keep the switch total.
+// Calls f(Traits{}) for the traits the kernels run the key type with; returns f's result.
+// Signed integers run as the unsigned traits of their width: their order key is the unsigned one
+// with the sign bit flipped (order_key(b) ^ flip == b ^ (kSign ^ flip)), which order_mask folds
+// into the direction mask, so there is one instantiation a width for all integers (bool is
+// uint8). kInvalid is never visited (handlers reject it first); it falls back to U8Key only to
+// keep the switch total.
 template <typename F>
 auto visit_key_type(KeyType type, F&& f) {
   switch (type) {
-    case KeyType::kBool: return f(BoolKey{});
-    case KeyType::kU16: return f(U16Key{});
-    case KeyType::kU32: return f(U32Key{});
-    case KeyType::kU64: return f(U64Key{});
-    case KeyType::kS8: return f(S8Key{});
-    case KeyType::kS16: return f(S16Key{});
-    case KeyType::kS32: return f(S32Key{});
-    case KeyType::kS64: return f(S64Key{});
+    case KeyType::kU16:
+    case KeyType::kS16: return f(U16Key{});
+    case KeyType::kU32:
+    case KeyType::kS32: return f(U32Key{});
+    case KeyType::kU64:
+    case KeyType::kS64: return f(U64Key{});
     case KeyType::kF16: return f(F16Key{});
     case KeyType::kBF16: return f(BF16Key{});
     case KeyType::kF32: return f(F32Key{});
     case KeyType::kF64: return f(F64Key{});
+    case KeyType::kBool:
     case KeyType::kU8:
+    case KeyType::kS8:
     case KeyType::kInvalid:
     default: return f(U8Key{});
   }
+}
+
+JMP_HD inline constexpr bool is_signed_integer(KeyType type) {
+  return type == KeyType::kS8 || type == KeyType::kS16 || type == KeyType::kS32 ||
+         type == KeyType::kS64;
+}
+
+// The mask that directed_key<Traits> xors into a key's order key, for the Traits that
+// visit_key_type(type) gives: the direction (all ones when descending), and, for a signed
+// integer run as unsigned, its sign bit (not when Traits are the signed ones themselves, as a
+// sweep may instantiate them). Every kernel's `flip` comes from here.
+template <typename Traits>
+JMP_HD typename Traits::Bits order_mask(KeyType type, bool descending) {
+  using Bits = typename Traits::Bits;
+  const bool fold_sign = Traits::kind == KeyKind::kUnsigned && is_signed_integer(type);
+  const Bits sign = fold_sign ? Traits::kSign : Bits(0);
+  return static_cast<Bits>(direction_mask<Traits>(descending) ^ sign);
 }
 
 // What a merge or sort writes beside (or instead of) the keys:

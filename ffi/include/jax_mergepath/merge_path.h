@@ -333,12 +333,13 @@ JMP_HD QuadSplit quad_co_rank(int64_t d, int64_t tile, int64_t la, int64_t lb, i
 
 // searchsorted of one query: the number of a's keys (length of them, read by key_at(i) as
 // bits) that precede the query ("left") or do not follow it ("right"), in the ascending key
-// order (query: the query's order key).
+// order (query: the query's directed key, directed_key<Traits>(bits, mask), with mask the
+// ascending order_mask of the key type, key_types.h).
 template <typename Traits, typename KeyAt>
 JMP_HD int64_t insertion_point(int64_t length, typename Traits::Bits query, bool right,
-                               const KeyAt& key_at) {
+                               typename Traits::Bits mask, const KeyAt& key_at) {
   return co_rank_search(int64_t{0}, length, [&](int64_t mid) {
-    const typename Traits::Bits key = Traits::order_key(key_at(mid));
+    const typename Traits::Bits key = directed_key<Traits>(key_at(mid), mask);
     return right ? query < key : !(key < query);
   });
 }

@@ -1,4 +1,4 @@
-// merge_args.h: the plain-C++ call interfaces of the batched operations, shared by the CPU
+// call_args.h: the plain-C++ call interfaces of the batched operations, shared by the CPU
 // backend and the CUDA launch functions (no XLA types). Buffers are raw device or host pointers.
 #pragma once
 

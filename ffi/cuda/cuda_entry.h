@@ -1,4 +1,4 @@
-// merge_launch.h: plain C++ entry points of the CUDA kernels (no XLA types, no kernels here).
+// cuda_entry.h: plain C++ entry points of the CUDA kernels (no XLA types, no kernels here).
 // Each enqueues its work on `stream` and returns the first CUDA error met (cudaSuccess if none).
 // Nothing allocates or synchronizes: workspaces are the caller's buffers, sized by tuning.h
 // (merge_workspace_elements, sort_partition_elements), so the calls are safe in CUDA graphs.
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 
 namespace jax_mergepath {
 

@@ -1,9 +1,9 @@
-// merge_cpu.h: the CPU backend's entry points. They run the shared core (merge_path.h,
+// cpu_entry.h: the CPU backend's entry points. They run the shared core (merge_path.h,
 // batch_geometry.h, sort_network.h) with the GPU's tile decomposition (tuning.h), spread over
 // host threads. Never throw; inputs are assumed validated by the FFI handler.
 #pragma once
 
-#include "jax_mergepath/merge_args.h"
+#include "jax_mergepath/call_args.h"
 
 namespace jax_mergepath {
 
