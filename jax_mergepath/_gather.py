@@ -5,8 +5,8 @@ bfloat16's bit casts sit behind optimization barriers: on a host with avx512_bf1
 narrows float to bfloat16 with vcvtneps2bf16, which flushes subnormals) XLA:CPU's program for a
 vmapped gather of bfloat16 flushed them. XLA drops the barriers when it compiles; what they
 change is where the transposes land (on the uint16 bits, before the cast back), and that
-program kept every bit there (NOTES.md: an observed fix, not a guarantee). The lowest layer: jax
-only."""
+program kept every bit there (docs/performance.md: an observed fix, not a guarantee). The lowest
+layer: jax only."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The key order as unsigned integers, in jnp: the Python twin of ordering.h's order_key.
 
 Used where keys must be combined before a kernel sees them: lax_sort with several keys packs
-their order keys into one unsigned key (DESIGN.md). Contract, as in ordering.h: the unsigned
-order of order_key(x) is the package's ascending key order (NaN last, -0.0 == +0.0, every NaN
-equal); the tests check it against the native sort on every dtype's edge values. For integer and
+their order keys into one unsigned key (docs/architecture.md). Contract, as in ordering.h: the
+unsigned order of order_key(x) is the package's ascending key order (NaN last, -0.0 == +0.0, every
+NaN equal); the tests check it against the native sort on every dtype's edge values. For integer and
 bool keys order_key is one-to-one, so a packed key gives its keys back bit for bit
 (unpack_order_keys); float keys are not (-0.0 and +0.0, NaN payloads share order keys).
 """

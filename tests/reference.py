@@ -1,8 +1,8 @@
 # Reference implementations and data helpers for the merge tests, independent of jax_mergepath.
-# The one key order of SPEC.md is jnp.argsort(stable=True[, descending=True]): every reference
-# below derives its permutation from it (a stable merge of sorted a and b IS the stable sort of
-# their concatenation), and gathers values with it, so expected outputs are bit-exact copies of
-# input elements. Also: bit-level comparison (floats viewed as unsigned ints) and generators of
+# The one key order of docs/contract.md is jnp.argsort(stable=True[, descending=True]): every
+# reference below derives its permutation from it (a stable merge of sorted a and b IS the stable
+# sort of their concatenation), and gathers values with it, so expected outputs are bit-exact copies
+# of input elements. Also: bit-level comparison (floats viewed as unsigned ints) and generators of
 # keys with duplicates, NaNs (several payloads, both signs), +-0, +-inf, subnormals, int min/max.
 from __future__ import annotations
 
@@ -262,9 +262,9 @@ def ref_merge(
     a_length: Any = None,
     b_length: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(merged, idx) per SPEC: the stable merge (all of a before all of b on ties), idx = int32
-    positions in concatenate([a, b], axis). With a_length/b_length: merge of the valid prefixes,
-    then a's invalid tail, then b's invalid tail, tails in their original order."""
+    """(merged, idx) per docs/contract.md: the stable merge (all of a before all of b on ties), idx
+    = int32 positions in concatenate([a, b], axis). With a_length/b_length: merge of the valid
+    prefixes, then a's invalid tail, then b's invalid tail, tails in their original order."""
     a, b = np.asarray(a), np.asarray(b)
     axis = _axis(axis, a.ndim)
     m, n = a.shape[axis], b.shape[axis]

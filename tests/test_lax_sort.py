@@ -1,7 +1,7 @@
-# lax_sort, the drop-in for jax.lax.sort (SPEC "Sort"): a single array gives an array, a sequence
-# gives a tuple; lexicographic over the first num_keys operands (1, 2, 3, with mixed key dtypes,
-# including int64 + float64 whose order keys together exceed 64 bits); non-key operands of any
-# dtype (complex included) move with the keys; dimension 0 / negative on 2-D and 3-D; always
+# lax_sort, the drop-in for jax.lax.sort (docs/contract.md "Sort"): a single array gives an array, a
+# sequence gives a tuple; lexicographic over the first num_keys operands (1, 2, 3, with mixed key
+# dtypes, including int64 + float64 whose order keys together exceed 64 bits); non-key operands of
+# any dtype (complex included) move with the keys; dimension 0 / negative on 2-D and 3-D; always
 # stable (is_stable=False too). Compared bit-exactly with a stable numpy lexsort over order keys,
 # and with jax.lax.sort itself on data without subnormals (XLA:CPU flushes them).
 from __future__ import annotations

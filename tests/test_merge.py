@@ -1,5 +1,5 @@
-# Correctness of the merge family against the jnp.argsort(stable=True) references (SPEC "Merge",
-# "Ordering, everywhere"): sizes 0/1/2/2^k+-1/tile+-1 and skewed, data patterns, descending,
+# Correctness of the merge family against the jnp.argsort(stable=True) references (docs/contract.md
+# "Merge", "Ordering"): sizes 0/1/2/2^k+-1/tile+-1 and skewed, data patterns, descending,
 # batch dims with any axis, return_indices, ragged a_length/b_length, merge_by_key (arrays,
 # pytrees, trailing value dims), merge_runs (int and per-row split, clamping), co_rank, is_sorted,
 # and robustness on unsorted inputs. Everything is compared bit-exactly, indices included.
@@ -481,7 +481,7 @@ def test_is_sorted_batched(rng, axis, descending):
     want = ref_is_sorted(x, axis=axis, descending=descending)
     assert want.any() and not want.all()
     got = np.asarray(jmp.is_sorted(x, axis=axis, descending=descending))
-    # SPEC leaves the result's shape open: one flag per row, or one for the whole array.
+    # docs/contract.md leaves the result's shape open: one flag per row, or one for the whole array.
     if got.shape == want.shape:
         np.testing.assert_array_equal(got, want)
     else:

@@ -1,6 +1,6 @@
-# Every key dtype of SPEC (bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64)
-# through merge, merge_by_key, merge_runs, co_rank and is_sorted, compared bit-exactly with the
-# references; plus hand-written edge cases: NaN placement and payloads, +-0.0 stability,
+# Every key dtype of docs/contract.md (bool, int8..int64, uint8..uint64, float16, bfloat16, float32,
+# float64) through merge, merge_by_key, merge_runs, co_rank and is_sorted, compared bit-exactly with
+# the references; plus hand-written edge cases: NaN placement and payloads, +-0.0 stability,
 # +-inf, subnormals ordered as numbers (not flushed to zero), int min/max, 64-bit keys that
 # differ only below float precision, unsigned keys above the signed range.
 from __future__ import annotations
@@ -133,8 +133,8 @@ def test_nan_last_ascending_first_descending(dtype):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
 def test_subnormals_are_ordered_as_numbers(dtype):
-    """Subnormals must not be flushed to zero (SPEC: CPU and GPU bit-identical; DESIGN: no
-    fast-math). -tiny < -0.0 == +0.0 < tiny < 3*tiny < smallest normal."""
+    """Subnormals must not be flushed to zero (docs/contract.md: CPU and GPU bit-identical;
+    docs/architecture.md: no fast-math). -tiny < -0.0 == +0.0 < tiny < 3*tiny < smallest normal."""
     info = ml_dtypes.finfo(dtype)
     tiny = float(info.smallest_subnormal)
     norm = float(info.smallest_normal)

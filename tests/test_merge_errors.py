@@ -1,8 +1,8 @@
-# Bad arguments raise at trace time (SPEC "Errors"): mismatched dtypes and unsupported (complex)
-# dtypes -> TypeError; 0-d inputs, axis out of range, mismatched batch shapes, lengths/splits of
-# the wrong shape, an axis too long for int32 indices -> ValueError. Each case is checked eagerly
-# and under jax.eval_shape (abstract inputs: nothing runs), and messages are checked loosely for
-# the argument's name.
+# Bad arguments raise at trace time (docs/contract.md "Errors"): mismatched dtypes and unsupported
+# (complex) dtypes -> TypeError; 0-d inputs, axis out of range, mismatched batch shapes,
+# lengths/splits of the wrong shape, an axis too long for int32 indices -> ValueError. Each case is
+# checked eagerly and under jax.eval_shape (abstract inputs: nothing runs), and messages are checked
+# loosely for the argument's name.
 from __future__ import annotations
 
 import functools

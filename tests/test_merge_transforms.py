@@ -1,4 +1,4 @@
-# The merge family under JAX transforms (SPEC "Ordering, everywhere"): identical results under
+# The merge family under JAX transforms (docs/contract.md "Transforms"): identical results under
 # jax.jit (static and traced lengths/splits); jax.vmap with in_axes (0,0), (1,0), (None,0),
 # (0,None), nested, and over ragged lengths / splits; a vmapped merge lowers to the same number of
 # custom calls as the unbatched one and to no while loop; jax.grad / jax.jvp with respect to

@@ -1,7 +1,7 @@
-# Unsorted input (a precondition violation): the order of the result is unspecified, but SPEC.md's
-# goal is that every merge still returns a permutation of its inputs, on every backend. Checked
-# on jax's default device and, when that is a GPU, on the CPU too, for every kernel shape the
-# CUDA backend has: tiled merges (one row or a batch, several tiles a row: the partition's
+# Unsorted input (a precondition violation): the order of the result is unspecified, but
+# docs/contract.md's goal is that every merge still returns a permutation of its inputs, on every
+# backend. Checked on jax's default device and, when that is a GPU, on the CPU too, for every kernel
+# shape the CUDA backend has: tiled merges (one row or a batch, several tiles a row: the partition's
 # chain check), full rows no longer than a tile (the rows kernel), ragged rows (the packed
 # kernel), merge_runs, key + value and 8-byte keys; and for nearly sorted input (one pair
 # swapped), where a single tile's threads disagree.

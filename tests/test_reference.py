@@ -1,6 +1,7 @@
 # Sanity checks of the test references themselves (reference.py): the float order key agrees
 # with numpy's stable argsort and with jnp.argsort(stable=True) on data without subnormals, in
-# both directions, and the ragged reference follows SPEC's layout on a hand-worked example.
+# both directions, and the ragged reference follows docs/contract.md's layout on a hand-worked
+# example.
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
-# searchsorted, the drop-in for jnp.searchsorted (SPEC "Sort"): int32 insertion points of v's
-# shape; side "left" / "right"; a sorted in the package's key order (NaN last, -0.0 == +0.0), so
-# NaN / inf / -0.0 / subnormal queries land where the order keys say; duplicates in a; empty a,
+# searchsorted, the drop-in for jnp.searchsorted (docs/contract.md "Sort"): int32 insertion points
+# of v's shape; side "left" / "right"; a sorted in the package's key order (NaN last, -0.0 == +0.0),
+# so NaN / inf / -0.0 / subnormal queries land where the order keys say; duplicates in a; empty a,
 # empty v, 0-d v, v longer and shorter than a; batched a (rows searched independently, any query
 # shape after the batch dims); sorted_v=True agrees with sorted_v=False on sorted v; dtypes are
 # promoted as jnp does (int a, float v); under jit and vmap. Reference: numpy searchsorted over

@@ -1,5 +1,5 @@
-# Batch-sharded rows run per device (SPEC "Backends"): the script in sharding/ runs in a fresh
-# process with 4 host CPU devices (the device count is fixed when jax starts) and checks, for
+# Batch-sharded rows run per device (docs/contract.md "Sharding"): the script in sharding/ runs in a
+# fresh process with 4 host CPU devices (the device count is fixed when jax starts) and checks, for
 # merges, sorts and queries, plain and vmapped, that the compiled program holds no collective,
 # the outputs keep the batch sharding, and the results equal the unsharded ones. Under both
 # partitioners (Shardy, jax's default, and GSPMD).

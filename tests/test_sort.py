@@ -1,9 +1,9 @@
-# Correctness of sort, argsort and sort_by_key against the numpy order-key references (SPEC
-# "Sort", "Ordering, everywhere"): sizes 0/1/2/3, tile +- 1, 2 tiles +- 1, 3 tiles (odd number of
-# runs), 4 tiles + 1 (more passes), 2^k +- 1 and > 2^20, at the native tile of each key/payload
-# size; input patterns (random, few distinct, all equal, special values, presorted, reverse,
-# organ pipe, sorted with a few swaps); batch dimensions with rows of many widths and any axis;
-# stability (argsort of ties, +-0.0 bits); drop-in equality with jnp.sort / jnp.argsort; and
+# Correctness of sort, argsort and sort_by_key against the numpy order-key references
+# (docs/contract.md "Sort", "Ordering"): sizes 0/1/2/3, tile +- 1, 2 tiles +- 1, 3 tiles
+# (odd number of runs), 4 tiles + 1 (more passes), 2^k +- 1 and > 2^20, at the native tile of each
+# key/payload size; input patterns (random, few distinct, all equal, special values, presorted,
+# reverse, organ pipe, sorted with a few swaps); batch dimensions with rows of many widths and any
+# axis; stability (argsort of ties, +-0.0 bits); drop-in equality with jnp.sort / jnp.argsort; and
 # sort_by_key with arrays, trailing value dimensions and pytrees. Compared bit-exactly.
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-# Every key dtype of SPEC (bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64)
-# through sort, argsort and sort_by_key in both directions, for every input pattern, compared
-# bit-exactly with the numpy order-key references; plus hand-written edge cases: NaN last
+# Every key dtype of docs/contract.md (bool, int8..int64, uint8..uint64, float16, bfloat16, float32,
+# float64) through sort, argsort and sort_by_key in both directions, for every input pattern,
+# compared bit-exactly with the numpy order-key references; plus hand-written edge cases: NaN last
 # ascending / first descending with payloads kept, +-0.0 equal and stable, +-inf, subnormals
 # ordered as numbers (not flushed), int min/max, 64-bit keys that differ below float precision,
 # unsigned keys above the signed range, bool keys.

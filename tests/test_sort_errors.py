@@ -1,5 +1,5 @@
-# Bad arguments to the sort family raise at trace time (SPEC "Errors"): complex, string and
-# object keys -> TypeError naming the argument; descending not a bool -> TypeError; 0-d inputs,
+# Bad arguments to the sort family raise at trace time (docs/contract.md "Errors"): complex, string
+# and object keys -> TypeError naming the argument; descending not a bool -> TypeError; 0-d inputs,
 # axis out of range, values whose shape does not match the keys, lax_sort operands of different
 # shapes, num_keys < 1 or > len(operands), searchsorted's side not "left"/"right", mismatched
 # batch shapes, an axis too long for int32 indices -> ValueError. Each case is checked on abstract

@@ -1,8 +1,8 @@
 # GPU-only sort-family tests (skip themselves unless jax's default device is a GPU): CPU-vs-GPU
-# bit-identity (SPEC: results bit-identical on every backend, indices included) for every key
-# dtype through sort, argsort, sort_by_key, lax_sort and searchsorted; sizes around the block-sort
-# tile and merge passes compared with the references on the GPU; one 2**25-element int32 sort and
-# a 2**24-element float32 argsort.
+# bit-identity (docs/contract.md: results bit-identical on every backend, indices included) for
+# every key dtype through sort, argsort, sort_by_key, lax_sort and searchsorted; sizes around the
+# block-sort tile and merge passes compared with the references on the GPU; one 2**25-element int32
+# sort and a 2**24-element float32 argsort.
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-# The sort family under JAX transforms (SPEC "Ordering, everywhere"): jax.jit gives the eager
+# The sort family under JAX transforms (docs/contract.md "Transforms"): jax.jit gives the eager
 # result; jax.vmap with in_axes 0 and 1, out_axes, nested vmap, and sort_by_key with batched keys
 # and unbatched values; a vmapped sort lowers to exactly one custom call and no while loop (and
 # vmapped argsort / sort_by_key / lax_sort / searchsorted to as many custom calls as the unbatched

@@ -1,9 +1,9 @@
-# The tuning table's arithmetic that only the CUDA kernels run, checked on the host (DESIGN: CPU
-# CI tests the index arithmetic the GPU depends on): the rows kernel's shape (tuning.h
-# merge_rows_items + merge_rows_shape) for every row length up to a tile, for every key width and
-# payload kind (merge_shape_for); the quad pass's split search (merge_path.h quad_co_rank); and
-# which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile only where it
-# leaves fewer passes).
+# The tuning table's arithmetic that only the CUDA kernels run, checked on the host
+# (docs/architecture.md: CPU CI tests the index arithmetic the GPU depends on): the rows kernel's
+# shape (tuning.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for every
+# key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
+# quad_co_rank); and which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
+# only where it leaves fewer passes).
 from __future__ import annotations
 
 import math

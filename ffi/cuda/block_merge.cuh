@@ -145,9 +145,9 @@ struct SpanChain {
 
 // A SpanChain that also keeps every thread's end, stored where breaks() is asked (its inputs
 // are live there: storing the verdict instead, or voting by row, made ptxas spill the
-// 40-register rows kernels, NOTES.md), so that after the block's vote any thread can tell whose
-// span broke: the rows and packed kernels (merge_kernels.cuh) fall back row by row, and a row
-// whose input is sorted keeps its merge whatever its neighbours hold.
+// 40-register rows kernels, docs/performance.md), so that after the block's vote any thread can
+// tell whose span broke: the rows and packed kernels (merge_kernels.cuh) fall back row by row, and
+// a row whose input is sorted keeps its merge whatever its neighbours hold.
 template <int kThreads>
 struct SpanChainWithEnds : SpanChain<kThreads> {
   int end_of[kThreads];  // a_end of an open span, else -1 (the last thread's is never open)

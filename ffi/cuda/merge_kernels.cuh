@@ -19,7 +19,7 @@
 // Invariants: all reads stay inside the block's ranges; every output is a permutation of its
 // inputs, unsorted input included (merges of the caller's input check that their threads and
 // tiles chain up and fall back to A then B: below); in-block positions are int32, global
-// offsets int64. NOTES.md has what was measured and tried.
+// offsets int64. docs/performance.md has what was measured and tried.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -9,7 +9,8 @@
 //   * many: one thread per boundary, merge_path.h's grid_co_rank_search on A's ABSOLUTE
 //     power-of-two grid (the CPU's anchor search): the pass is bound by random DRAM reads, and
 //     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
-//     and slower on an H200, NOTES.md: a 4-ary search, and sampled ranks + a window search.)
+//     and slower on an H200, docs/performance.md: a 4-ary search, and sampled ranks + a
+//     window search.)
 // (Small batches without order checks skip this pass: tuning.h merge_splits_in_tiles; their tile
 // blocks call warp_split themselves. So do the first tiles of larger sort passes, while this
 // pass runs: the merge kernel's early tiles, merge_kernels.cuh.)

@@ -52,8 +52,8 @@ __device__ __forceinline__ QuadRuns quad_runs(const RowGeometry& g, int64_t widt
 
 // One thread per quad tile boundary: merge_path.h's quad_co_rank from the pairs' sampled
 // splits, the same code the CPU runs. (A group of 8 lanes a boundary, each probing one i of the
-// bisection inside x's tile, took 1.5x longer on an H100; NOTES.md.) The readers return raw
-// bits and the order key is taken apart, so four_way_split issues a step's loads together.
+// bisection inside x's tile, took 1.5x longer on an H100; docs/performance.md.) The readers return
+// raw bits and the order key is taken apart, so four_way_split issues a step's loads together.
 // quads: the run pairs of width 2 w (one a quad); map: its quad tile map; pair_tiles /
 // pair_splits: the two-way partition of the run pairs of width w on the same tile.
 template <typename Traits>

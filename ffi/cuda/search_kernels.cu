@@ -69,8 +69,8 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
     for (int c = 0; c < kKeys; ++c) key[c] = c < valid ? __ldg(x + e0 + c) : Bits(0);
   }
   // A thread clears a row's flag at most once, when it leaves the row and at the end: a store
-  // for every out-of-order pair sent up to 16 stores a thread to one flag (NOTES.md: a 2^20
-  // int32 sort 141 -> 126 us a call on an H100).
+  // for every out-of-order pair sent up to 16 stores a thread to one flag (docs/performance.md: a
+  // 2^20 int32 sort 141 -> 126 us a call on an H100).
   bool unsorted = false;
 #pragma unroll
   for (int c = 0; c + 1 < kKeys; ++c) {

@@ -3,11 +3,11 @@
 // same functions, so CPU CI tests the arithmetic the GPU runs.
 //
 // A merge takes A (m elements, of which the first mv are valid) and B (n, nv valid). Its output
-// is the stable merge of the valid parts, then A's invalid tail, then B's invalid tail (SPEC.md's
-// ragged merge): exactly a stable merge in an EXTENDED order in which every valid key precedes
-// every A-tail element, which precedes every B-tail element. So one predicate, `b_first`, drives
-// the searches and the merges, and full-length merges are the case mv == m, nv == n. Ties go to
-// A (stable: all of A before all of B).
+// is the stable merge of the valid parts, then A's invalid tail, then B's invalid tail
+// (docs/contract.md's ragged merge): exactly a stable merge in an EXTENDED order in which every
+// valid key precedes every A-tail element, which precedes every B-tail element. So one predicate,
+// `b_first`, drives the searches and the merges, and full-length merges are the case mv == m,
+// nv == n. Ties go to A (stable: all of A before all of B).
 //
 // Searches read A[i] only for i < mv and B[j] only for j < nv, so unsorted input can reorder an
 // output but never reads outside its ranges. Serial merges read keys from a STAGED buffer (shared
@@ -33,7 +33,8 @@ struct KeysAsRead {
 // elements, `order` maps what they return to directed order keys (ordering.h; by default they
 // return those keys); they are called only for valid elements. Both elements are read before
 // either is ordered, so a GPU search step waits for its two loads once (with each load's order
-// key right after it, ptxas issued the second load only after the first had arrived; NOTES.md).
+// key right after it, ptxas issued the second load only after the first had arrived;
+// docs/performance.md).
 template <typename Index, typename KeyA, typename KeyB, typename Order = KeysAsRead>
 JMP_HD bool b_first(Index i, Index j, Index mv, Index nv, const KeyA& key_a, const KeyB& key_b,
                     const Order& order = {}) {
@@ -204,8 +205,8 @@ struct QuadKeys {
   // width 2^15, tile 2805: 33 steps instead of 43). The settled brackets' next middles are
   // independent loads, all issued before any is used (load_middles). (Also tried: a middle
   // decided by order against the last element known to be among the first d and the first
-  // known not to be: 26 steps, but the partition took 20% longer on an H100; NOTES.md.) Loops
-  // unrolled over the runs: no runtime array index.
+  // known not to be: 26 steps, but the partition took 20% longer on an H100; docs/performance.md.)
+  // Loops unrolled over the runs: no runtime array index.
   JMP_HD void four_way_split(int64_t d, int64_t (&lo)[4], int64_t (&hi)[4]) const {
     using Key = decltype(key_of(0, 0));
     int64_t mid[4];
@@ -254,7 +255,7 @@ struct QuadKeys {
   // middle[r] = the order key at mid[r] of every run r with load[r]: the raw loads first, then
   // their order keys. (A load and its order key together, one run after the other, made each
   // step of four_way_split wait for its loads one at a time on an H100: ncu put 60% of the
-  // quad partition's stall samples on the order key after each load; NOTES.md.)
+  // quad partition's stall samples on the order key after each load; docs/performance.md.)
   template <typename Key>
   JMP_HD void load_middles(const int64_t (&mid)[4], const bool (&load)[4], Key (&middle)[4]) const {
     using Raw = decltype(raw_of(0, 0));

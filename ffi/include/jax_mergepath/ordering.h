@@ -1,5 +1,5 @@
-// ordering.h: the one key order of SPEC.md, as a map from a key's bits to an unsigned integer
-// whose unsigned order is the key order.
+// ordering.h: the one key order of docs/contract.md, as a map from a key's bits to an unsigned
+// integer whose unsigned order is the key order.
 //
 // Contract (for every key type):
 //   * NaN (any payload, any sign) is greater than everything, including +inf ("NaN last");
@@ -32,7 +32,7 @@ struct KeyTraits {
           ? Bits(0)
           : static_cast<Bits>(((Bits(1) << kExponentBits) - 1) << (kBitWidth - 1 - kExponentBits));
 
-  // Ascending order key: unsigned comparison of the result is the SPEC's key order.
+  // Ascending order key: unsigned comparison of the result is the contract's key order.
   static JMP_HD Bits order_key(Bits b) {
     if constexpr (kKind == KeyKind::kUnsigned) {
       return b;
@@ -146,7 +146,7 @@ struct PlainFloatCompare : KeyCompare<Traits> {
 #endif
 
 // Whether the sorted ranges of keys[loc[r], loc[r] + count[r]) hold no NaN. A range sorted in
-// the SPEC's order holds its NaNs at one end (last ascending, first descending), so its two end
+// the contract's order holds its NaNs at one end (last ascending, first descending), so its two end
 // keys tell. Unsorted ranges may answer wrongly: their merge order is unspecified anyway (the
 // merges' chain checks still see broken spans). False for keys not compared by the FPU.
 template <typename Traits, int kRanges>

@@ -20,8 +20,8 @@ inline constexpr int kMaxRowsPerTile = 256;
 // kernel is bound by instruction issue as much as by DRAM: larger tiles spread each thread's
 // search and the block's fixed costs over more outputs, and more resident blocks hide the load
 // phase. The first three entries were measured on an H200 with tests/gpu/tile_sweep.cu
-// (NOTES.md); the rest keep the first design's shapes, uncapped up to 8 bytes (capping them
-// spilled registers).
+// (docs/performance.md); the rest keep the first design's shapes, uncapped up to 8 bytes (capping
+// them spilled registers).
 struct MergeShape {
   int threads, items, min_blocks;
 };
@@ -55,7 +55,7 @@ struct TilePolicy {
 // searchsorted's ranks merges (payload kRanksOfA / kRanksOfB, keys of up to 4 bytes): 256 x 27
 // at 4 blocks, 2-4% faster than the 4 + 4 byte shape they shared before (256 x 15 at 6) in
 // tests/gpu/search_sweep.cu on an H100, and searchsorted 2^23 in 2^23 / 2^24 in 2^24 70.3 /
-// 117.2 -> 68.0 / 111.9 us a call (wheel_ab.sh, NOTES.md). Other merges: merge_shape.
+// 117.2 -> 68.0 / 111.9 us a call (wheel_ab.sh, docs/performance.md). Other merges: merge_shape.
 constexpr MergeShape merge_shape_for(int key_bytes, PayloadKind payload, int value_bytes) {
   if (is_ranks(payload) && key_bytes <= 4) return {256, 27, 4};
   return merge_shape(key_bytes, payload_bytes(payload, value_bytes));
@@ -155,10 +155,10 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
 // The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
 // boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
 // each block sees every pair of neighbouring boundaries it starts and can check their splits.
-// Crossover measured on an H100 (partition times of tile_sweep / search_sweep, NOTES.md "The warp
-// search on A's absolute grid"): warps win up to ~4000 boundaries (int32 2^24 merge, 3450: 11.6
-// vs 13.7 us), threads above (searchsorted 2^24, 4854: 17.5 vs 15.2 us; int32 2^25 merge, 6900:
-// 22.4 vs 15.4 us).
+// Crossover measured on an H100 (partition times of tile_sweep / search_sweep, docs/performance.md,
+// "The warp search on A's absolute grid"): warps win up to ~4000 boundaries (int32 2^24 merge,
+// 3450: 11.6 vs 13.7 us), threads above (searchsorted 2^24, 4854: 17.5 vs 15.2 us; int32 2^25
+// merge, 6900: 22.4 vs 15.4 us).
 inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
 
 constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
@@ -199,11 +199,11 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
 // ranks) and whose grid is a few waves launches no partition pass: each tile's block searches
 // its own two splits (two warps, partition.cuh warp_split) before its loads, and the call saves
 // a kernel (its launch, its run, the gap after it): small sorts are bound by their count of
-// kernels (NOTES.md). Each wave of blocks pays the search's latency, so the bound is in waves:
-// at most kSelfSplitMaxWaves waves of min_blocks blocks on kSelfSplitSms SMs (an H100 / H200),
-// or kSelfSplitMaxTiles tiles whatever the shape. Measured on an H100 (NOTES.md): int32 sort
-// passes (8 blocks an SM) of 1725 and 3450 tiles (~3.3 waves) gained 2% and 5.7% over the
-// partition pass; searchsorted's ranks (then 256 x 15 at 6 blocks) of 4369 tiles (~5.5 waves)
+// kernels (docs/performance.md). Each wave of blocks pays the search's latency, so the bound is in
+// waves: at most kSelfSplitMaxWaves waves of min_blocks blocks on kSelfSplitSms SMs (an H100 /
+// H200), or kSelfSplitMaxTiles tiles whatever the shape. Measured on an H100 (docs/performance.md):
+// int32 sort passes (8 blocks an SM) of 1725 and 3450 tiles (~3.3 waves) gained 2% and 5.7% over
+// the partition pass; searchsorted's ranks (then 256 x 15 at 6 blocks) of 4369 tiles (~5.5 waves)
 // lost 2-3%, of 8738 lost 17%. Checked merges need the partition's chain flags.
 inline constexpr int64_t kSelfSplitMaxTiles = 1024;
 inline constexpr int64_t kSelfSplitMaxWaves = 4;
@@ -227,8 +227,8 @@ constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payl
 // need nothing from it, since the warp search and the pass agree on every split, sorted input or
 // not (partition.cuh). So the pass's dependent reads no longer hold up the whole merge, only the
 // tiles past the early ones, which by then have their splits (grid_launch.cuh has the launch
-// order that makes this safe). Measured on an H100 (NOTES.md): argsort of 2^24 int64 -8%, sort
-// of 2^25 int32 -4%.
+// order that makes this safe). Measured on an H100 (docs/performance.md): argsort of 2^24 int64
+// -8%, sort of 2^25 int32 -4%.
 // Not for searchsorted's ranks (2^23 in 2^23: 62 -> 74 us a call; 87% of its tiles early, each
 // wave of its issue-bound merge paying the search) nor for checked merges (the caller's input:
 // their tiles read the pass's chain flags after merging, so an early tile would hold its SM until
