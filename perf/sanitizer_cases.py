@@ -5,6 +5,9 @@ rows, merge_runs and co_rank; block sorts of long and packed short rows, sort pa
 rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
 (binary and merge path, short rows in the rows kernel); sizes around the tiles; results are
 checked against numpy so a silent error also fails.
+
+    XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool memcheck --error-exitcode 3 \
+        --target-processes all python3 perf/sanitizer_cases.py     # perf/gpu/run_on_gpu.sh does
 """
 
 from __future__ import annotations
