@@ -6,8 +6,11 @@ rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys)
 (binary and merge path, short rows in the rows kernel); sizes around the tiles; results are
 checked against numpy so a silent error also fails.
 
-    XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool memcheck --error-exitcode 3 \
-        --target-processes all python3 perf/sanitizer_cases.py     # perf/gpu/run_on_gpu.sh does
+Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
+racecheck; JMP_SANITIZER_CASES picks a subset):
+
+    XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool memcheck --error-exitcode 3
+        --target-processes all python3 perf/sanitizer_cases.py
 """
 
 from __future__ import annotations
