@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds allowed to compile jnp.searchsorted(method='scan_unrolled'); "
                         "skipped beyond (default: 60)")
     p.add_argument("--cub", metavar="PATH", default=None,
-                   help="CUB peer: the program built from benchmarks/cub_bench.cu (run before "
+                   help="CUB peer: the program built from perf/cub_bench.cu (run before "
                         "JAX starts) or a text file of its output; CUB ratios are printed for "
                         "the matching cases (default: none)")
     p.add_argument("--cub-args", default=None,

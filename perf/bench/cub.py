@@ -1,4 +1,4 @@
-"""The CUB peer (--cub): `run_cub` runs the program built from benchmarks/cub_bench.cu (or reads
+"""The CUB peer (--cub): `run_cub` runs the program built from perf/cub_bench.cu (or reads
 a text file of its output) and parses its `CUB <case> <n> <us>` lines into {(case, n): us};
 `default_cub_args` gives it this run's sizes; `print_cub` prints what it said in the header."""
 
