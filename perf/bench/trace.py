@@ -2,7 +2,7 @@
 trace's hlo_module stat is "jit_" + that name), `traced` runs variants under one trace and
 returns, per module, the busy time (union of event intervals) and the time per event name of
 the device's (GPU: stream events) or the host's (CPU: XLA thunks) XLA events (`device_events`,
-also read by perf/gpu/probe_cases.py's timeline)."""
+also read by perf/gpu/probe_cases.py's timeline and perf/gpu/example_timeline.py)."""
 
 from __future__ import annotations
 
