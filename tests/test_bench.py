@@ -1,8 +1,9 @@
-# The benchmark CLI (python -m jax_mergepath.bench) at tiny sizes on the CPU: one subprocess run
-# of both families with --json and --plot (the JSON holds every case with positive times, the
-# progress lines go to stderr only, the PNG is a PNG), an in-process --quiet run, re-plotting a
-# saved JSON, and the argument-time errors of --plot without matplotlib and --plot-from alone.
-# Plot checks skip when matplotlib (the `plot` extra) is not installed. About 20 s on 2 cores.
+# The benchmark CLI (python -m perf.bench, the lab's bench: perf/ at the repository root, not
+# in the package) at tiny sizes on the CPU: one subprocess run of both families with --json and
+# --plot (the JSON holds every case with positive times, the progress lines go to stderr only, the
+# PNG is a PNG), an in-process --quiet run, re-plotting a saved JSON, and the argument-time errors
+# of --plot without matplotlib and --plot-from alone. Plot checks skip when matplotlib is not
+# installed. About 20 s on 2 cores: the slow tier.
 from __future__ import annotations
 
 import importlib.util
@@ -11,11 +12,18 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from jax_mergepath.bench import cli, plot
-from jax_mergepath.bench.run import main
+ROOT = Path(__file__).resolve().parents[1]
+# perf/ is found at the repository root, appended last so that jax_mergepath stays the installed
+# package wherever pytest runs from (perf's own import does the same for `python -m perf.bench`).
+sys.path.append(str(ROOT))
+from perf.bench import cli, plot  # noqa: E402
+from perf.bench.run import main  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repeats", "1",
         "--rounds", "1", "--calls", "2", "--min-calls", "1", "--max-batch-s", "0.01"]
@@ -26,7 +34,7 @@ TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repe
 N_CASES = 18
 N_ROWS = 20
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
-needs_mpl = pytest.mark.skipif(not HAS_MPL, reason='needs matplotlib (jax_mergepath[plot])')
+needs_mpl = pytest.mark.skipif(not HAS_MPL, reason="needs matplotlib")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -34,12 +42,12 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def run(tmp_path_factory):
     """One CPU run of both families: (process, results dict, png path or None)."""
     out = tmp_path_factory.mktemp("bench")
-    cmd = [sys.executable, "-m", "jax_mergepath.bench", "--family", "all", *TINY,
+    cmd = [sys.executable, "-m", "perf.bench", "--family", "all", *TINY,
            "--json", str(out / "results.json")]
     png = out / "results.png" if HAS_MPL else None
     if png:
         cmd += ["--plot", str(png)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=out,
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out / "results.json") as fh:
@@ -121,7 +129,7 @@ def test_plot_without_matplotlib_fails_at_argument_time(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.parse_args(["--plot", "out.png"])
     assert exc.value.code == 2
-    assert 'pip install "jax_mergepath[plot]"' in capsys.readouterr().err
+    assert "pip install matplotlib" in capsys.readouterr().err
 
 
 def test_plot_from_needs_plot(capsys):

@@ -1,0 +1,158 @@
+"""A small GPU workload for compute-sanitizer (memcheck, racecheck): every kernel path once.
+
+Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
+rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
+rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
+(binary and merge path, short rows in the rows kernel); sizes around the tiles; results are
+checked against numpy so a silent error also fails.
+
+Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
+racecheck; JMP_SANITIZER_CASES picks a subset):
+
+    XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool memcheck --error-exitcode 3
+        --target-processes all python3 perf/sanitizer_cases.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_mergepath as jmp
+from jax_mergepath import _cpu
+
+
+def check(got, want, what: str) -> None:
+    if not np.array_equal(np.asarray(got), np.asarray(want)):
+        print("MISMATCH", what)
+        sys.exit(2)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    assert jax.devices()[0].platform == "gpu", jax.devices()
+    # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
+    # "wide64" (only those) or "search" (searchsorted only): racecheck of everything passes one
+    # device call's 10 minutes.
+    which = os.environ.get("JMP_SANITIZER_CASES", "all")
+    if which not in ("all", "base", "wide64", "search"):
+        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected all, base, wide64 or search")
+    if which == "search":
+        search_cases(rng)
+    if which in ("all", "base"):
+        base_cases(rng)
+    if which in ("all", "wide64"):
+        wide64_cases(rng)
+    print("sanitizer cases OK")
+
+
+def base_cases(rng: np.random.Generator) -> None:
+    tile = _cpu.merge_tile(4, 0)  # int32 keys, no payload
+    cases = [(3000, 2900, 1), (5, 7, 300), (40, 1, 33), (tile, 1, 2), (tile + 3, tile - 1, 2)]
+    cases.append((2 * tile + 5, 2 * tile - 7, 1100))  # > 4096 boundaries: thread partition
+    cases.append((tile - 19 - 300, 300, 5))  # the rows kernel's longest rows
+    for m, n, rows in cases:
+        a = np.sort(rng.integers(0, 50, (rows, m)), axis=-1).astype(np.int32)
+        b = np.sort(rng.integers(0, 50, (rows, n)), axis=-1).astype(np.int32)
+        cat = np.concatenate([a, b], -1)
+        perm = np.argsort(cat, axis=-1, kind="stable")
+        out, idx = jmp.merge(a, b, return_indices=True)
+        check(idx, perm, f"merge idx {m},{n},{rows}")
+        k, v = jmp.merge_by_key(a, b, a.astype(np.float32), b.astype(np.float32))
+        check(v, np.take_along_axis(cat, perm, -1).astype(np.float32), "merge_by_key")
+        desc = jmp.merge(a[..., ::-1], b[..., ::-1], descending=True)
+        check(desc, np.sort(cat, axis=-1)[..., ::-1], "descending")
+        fa, fb = a.astype(np.float32) - 25.5, b.astype(np.float32) - 25.5  # FPU compares
+        check(jmp.merge(fa, fb), np.sort(cat, axis=-1).astype(np.float32) - 25.5, "float32")
+        ragged = jmp.merge(a, b, a_length=m // 2, b_length=n // 3)
+        assert ragged.shape == (rows, m + n)
+        runs = jmp.merge_runs(np.sort(cat, -1), m // 2)
+        check(runs, np.sort(cat, -1), "merge_runs")
+        ks = jnp.broadcast_to(
+            jnp.arange(0, m + n + 1, 97, dtype=jnp.int32), (rows, len(range(0, m + n + 1, 97)))
+        )
+        jax.block_until_ready(jmp.co_rank(ks, a, b))
+    unsorted = rng.integers(0, 1000, 10000).astype(np.int32)
+    jax.block_until_ready(jmp.merge(unsorted, unsorted[::-1].copy()))
+    many = rng.integers(0, 1000, (1100, 2 * tile)).astype(np.int32)  # unsorted, many boundaries
+    jax.block_until_ready(jmp.merge(many, many[:, ::-1].copy(), return_indices=True))
+    # Unsorted input through every fallback (tests/test_merge_unsorted.py checks the results):
+    # rows kernel, packed kernel (ragged), merge_runs, values.
+    rows = rng.integers(0, 1000, (500, 64)).astype(np.int32)
+    jax.block_until_ready(jmp.merge(rows, rows[:, ::-1].copy(), return_indices=True))
+    jax.block_until_ready(jmp.merge(rows, rows, a_length=rows[:, 0] % 65, b_length=7))
+    jax.block_until_ready(jmp.merge_runs(many[:3], np.array([5, tile, 2 * tile - 1])))
+    jax.block_until_ready(jmp.merge_by_key(many[:2], many[:2], many[:2] * 1.0, many[:2] * 1.0))
+    sort_cases(rng)
+
+
+def sort_cases(rng: np.random.Generator) -> None:
+    tile = _cpu.sort_tile(4, 0)
+    for rows, d in [(1, 3 * tile + 17), (3, tile - 1), (70, 64), (9, 100), (1, 1000), (2, 5)]:
+        x = rng.integers(0, 40, (rows, d)).astype(np.int32)
+        want = np.argsort(x, axis=-1, kind="stable").astype(np.int32)
+        check(jmp.argsort(x), want, f"argsort {rows}x{d}")
+        check(jmp.sort(x, descending=True), -np.sort(-x, axis=-1), f"sort desc {rows}x{d}")
+        k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
+        check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
+        check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
+    # Quad passes (tuning.h sort_uses_quads: >= 2^27 bytes a pass for 8-byte elements): argsort
+    # of int32 keys (4 + 4 bytes), 15 merge levels after the 2816-key tile, 14 (seven quads)
+    # after the wide 5888-key one it takes.
+    big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
+    check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
+    # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
+    # network) and, in row 1, tiles with a -0.0 (the NaN-last order).
+    wide = rng.integers(-(2**31), 2**31, (3, 3 * 2**23 + 7)).astype(np.int32)
+    check(jmp.sort(wide), np.sort(wide, axis=-1), "wide block sort")
+    wide_f = (wide >> 8).astype(np.float32)
+    wide_f[1, ::40000] = -0.0
+    # Bit-exact against a stable sort (array_equal alone would take -0.0 for +0.0).
+    want_f = np.take_along_axis(wide_f, np.argsort(-wide_f, axis=-1, kind="stable"), -1)
+    got_f = np.asarray(jmp.sort(wide_f, descending=True))
+    check(got_f.view(np.uint32), want_f.view(np.uint32), "wide float block sort")
+    search_cases(rng)
+
+
+def search_cases(rng: np.random.Generator) -> None:
+    """searchsorted: binary, merge path (tiled), short rows (rows kernel), unsorted queries."""
+    a = np.sort(rng.integers(0, 100, 20000)).astype(np.int32)
+    q = rng.integers(-5, 105, 7000).astype(np.int32)
+    for side in ("left", "right"):
+        check(jmp.searchsorted(a, q, side), np.searchsorted(a, q, side), "searchsorted")
+        qs = np.sort(q)
+        check(jmp.searchsorted(a, qs, side, sorted_v=True), np.searchsorted(a, qs, side),
+              "searchsorted sorted_v")
+        # Queries that break the sorted_v promise over many tiles: the gaps between tiles'
+        # clamped ends and the next tiles' starts get written (merge_kernels.cuh store_gap_ranks).
+        bad = -np.sort(-rng.integers(-5, 105, 2**18)).astype(np.int32)
+        got = np.asarray(jmp.searchsorted(np.sort(bad[::3]), bad, side, sorted_v=True))
+        check(got.min() >= 0 and got.max() <= bad[::3].size, True, "searchsorted unsorted v")
+        # Short rows, several to a block of the rows kernel: sorted and unsorted queries.
+        ra = np.sort(rng.integers(0, 100, (300, 500)), axis=-1).astype(np.int32)
+        rq = rng.integers(-5, 105, (300, 70)).astype(np.int32)
+        want = np.stack([np.searchsorted(r, s, side) for r, s in zip(ra, np.sort(rq), strict=True)])
+        check(jmp.searchsorted(ra, np.sort(rq), side, sorted_v=True), want, "searchsorted rows")
+        got = np.asarray(jmp.searchsorted(ra, rq, side, sorted_v=True))
+        check(got.min() >= 0 and got.max() <= 500, True, "searchsorted rows unsorted v")
+
+
+def wide64_cases(rng: np.random.Generator) -> None:
+    """The wide block sorts of 8-byte keys, in dynamic shared memory past 48 KB (256 x 33 keys
+    alone, 512 x 17 with positions): 2^24 keys, quads of 128 MB a pass and more."""
+    jax.config.update("jax_enable_x64", True)  # (last: the other cases keep their dtypes)
+    big64 = rng.integers(-(2**62), 2**62, 2**24 + 3)
+    check(jmp.sort(big64), np.sort(big64), "wide int64 block sort")
+    f64 = (big64 >> 20).astype(np.float64)
+    f64[::100_003] = np.nan
+    f64[7::100_019] = -0.0
+    check(jmp.argsort(f64), np.argsort(f64, kind="stable").astype(np.int32), "wide f64 argsort")
+
+
+if __name__ == "__main__":
+    main()
