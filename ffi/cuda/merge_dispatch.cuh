@@ -19,6 +19,7 @@
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/tuning.h"
+#include "kernel_traits.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
 
@@ -103,10 +104,10 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
                        static_cast<uint32_t>(early_tiles));
 }
 
-// The runtime payload of a merge call -> launch_merge's template (values move as raw bits).
+// The runtime payload of a merge call -> launch_merge's template (values move as raw bits):
+// kernel_traits.h's merge entry point, instantiated in ffi/cuda/instances/.
 template <typename Traits>
-cudaError_t launch_merge_for_payload(const MergeCall& call, int32_t* workspace,
-                                     cudaStream_t stream) {
+cudaError_t merge_for_traits(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
   return visit_payload(call.payload, call.value_bytes, [&](auto kind, auto element) {
     return launch_merge<Traits, decltype(kind)::value, decltype(element)>(call, workspace,
                                                                           stream);

@@ -1,110 +1,16 @@
-// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (cuda_entry.h). All on `stream`,
-// no allocation, no host sync (graph-safe):
-//   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
-//      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
-//      are checked by the block sort itself (a block of sorted rows skips its sort);
-//   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
-//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs
-//      (tiles of tuning.h's SortPolicy, or of its wide one where sort_takes_wide_tile);
-//   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
-//      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
-//      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
-//      sort_uses_quads) merges four runs at once, quadrupling it; sorted rows' merges are empty
-//      (row_done).
-// The payload (int32 positions for argsort, or one value) is generated or loaded by the block
-// sort and moved by the passes as a kValue payload of its width.
+// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (cuda_entry.h): the key type of the
+// call -> sort_for_traits of its kernel traits (kernel_traits.h; the sort is sort_dispatch.cuh,
+// compiled in ffi/cuda/instances/).
 #include <cuda_runtime.h>
 
-#include <cstdint>
-
-#include "block_sort.cuh"
-#include "quad_merge.cuh"
-#include "grid_launch.cuh"
-#include "jax_mergepath/tuning.h"
 #include "cuda_entry.h"
+#include "kernel_traits.h"
 
 namespace jax_mergepath {
-namespace {
-
-// The sort after its block sort of Policy's tile; quads: tuning.h sort_uses_quads.
-template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStream_t stream) {
-  using Bits = typename Traits::Bits;
-  constexpr bool kCarry = kPayload != PayloadKind::kNone;
-  constexpr int kCarriedBytes = kCarry ? int(sizeof(Value)) : 0;  // the passes' value payload
-  constexpr PayloadKind kCarried = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
-  const int64_t rows = call.rows, d = call.length;
-  const int passes = sort_pass_count(quads, Policy::kTile, d);
-  const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
-  if (row_flags) {
-    const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
-    if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
-  }
-
-  Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
-  Value* val_buf[2] = {static_cast<Value*>(call.out_payload),
-                       static_cast<Value*>(call.spare_payload)};
-  int cur = passes & 1;
-  // Long rows: a block per tile. Short rows: tile / span rows a block, each in its segment.
-  const int64_t span = sort_segment(d, Policy::kItems, Policy::kTile);
-  const int64_t tiles_per_row = ceil_div(d, Policy::kTile);
-  const int64_t blocks =
-      span < Policy::kTile ? ceil_div(rows, Policy::kTile / span) : rows * tiles_per_row;
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  const auto flip = order_mask<Traits>(call.key_type, call.descending);
-  if (cudaError_t err = launch_block_sort<Traits, kPayload, Value, Policy>(
-          static_cast<unsigned>(blocks), stream, call, key_buf[cur], val_buf[cur], flip,
-          static_cast<int>(span), tiles_per_row, row_flags);
-      err != cudaSuccess) {
-    return err;
-  }
-
-  for (int64_t width = Policy::kTile; width < d; cur ^= 1) {
-    const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
-                                     val_buf[cur ^ 1], kCarriedBytes);
-    const bool quad = sort_pass_is_quad(quads, width, d);
-    auto* quad_pass = launch_quad_pass<Traits, kCarried, Value>;
-    if (cudaError_t err = quad ? quad_pass(pass, splits, stream) : merge_cuda(pass, splits, stream);
-        err != cudaSuccess) {
-      return err;
-    }
-    width *= quad ? 4 : 2;
-  }
-  return cudaSuccess;
-}
-
-template <typename Traits, PayloadKind kPayload, typename Value>
-cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
-  constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
-  constexpr int kCarriedBytes = kPayload != PayloadKind::kNone ? int(sizeof(Value)) : 0;
-  using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
-  using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
-  if (call.rows == 0 || call.length == 0) return cudaSuccess;
-  const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
-  if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)
-    if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      return sort_with<Traits, kPayload, Value, Wide>(call, quads, splits, stream);
-    }
-  }
-  return sort_with<Traits, kPayload, Value, Policy>(call, quads, splits, stream);
-}
-
-}  // namespace
 
 cudaError_t sort_cuda(const SortCall& call, int32_t* splits, cudaStream_t stream) {
   return visit_key_type(call.key_type, [&](auto traits) -> cudaError_t {
-    using Traits = decltype(traits);
-    switch (call.payload) {
-      case PayloadKind::kIndex:
-        return launch_sort<Traits, PayloadKind::kIndex, int32_t>(call, splits, stream);
-      case PayloadKind::kValue:
-        return visit_payload_bits(call.value_bytes, [&](auto value) {
-          return launch_sort<Traits, PayloadKind::kValue, decltype(value)>(call, splits, stream);
-        });
-      case PayloadKind::kNone:
-      default:
-        return launch_sort<Traits, PayloadKind::kNone, uint8_t>(call, splits, stream);
-    }
+    return sort_for_traits<decltype(traits)>(call, splits, stream);
   });
 }
 

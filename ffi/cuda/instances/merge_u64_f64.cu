@@ -1,0 +1,11 @@
+// merge_u64_f64.cu: the merge kernels of 64-bit keys (int64, uint64, float64): explicit instances
+// of merge_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
+// parallel.
+#include "../merge_dispatch.cuh"
+
+namespace jax_mergepath {
+
+template cudaError_t merge_for_traits<U64Key>(const MergeCall&, int32_t*, cudaStream_t);
+template cudaError_t merge_for_traits<F64Key>(const MergeCall&, int32_t*, cudaStream_t);
+
+}  // namespace jax_mergepath

@@ -1,0 +1,11 @@
+// sort_f16_bf16.cu: the sort kernels of 16-bit float keys (float16, bfloat16): explicit instances
+// of sort_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
+// parallel.
+#include "../sort_dispatch.cuh"
+
+namespace jax_mergepath {
+
+template cudaError_t sort_for_traits<F16Key>(const SortCall&, int32_t*, cudaStream_t);
+template cudaError_t sort_for_traits<BF16Key>(const SortCall&, int32_t*, cudaStream_t);
+
+}  // namespace jax_mergepath

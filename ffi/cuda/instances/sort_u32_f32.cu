@@ -1,0 +1,11 @@
+// sort_u32_f32.cu: the sort kernels of 32-bit keys (int32, uint32, float32): explicit instances of
+// sort_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
+// parallel.
+#include "../sort_dispatch.cuh"
+
+namespace jax_mergepath {
+
+template cudaError_t sort_for_traits<U32Key>(const SortCall&, int32_t*, cudaStream_t);
+template cudaError_t sort_for_traits<F32Key>(const SortCall&, int32_t*, cudaStream_t);
+
+}  // namespace jax_mergepath

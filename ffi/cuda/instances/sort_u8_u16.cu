@@ -1,0 +1,11 @@
+// sort_u8_u16.cu: the sort kernels of 8- and 16-bit integer keys (bool, int8, uint8, int16,
+// uint16): explicit instances of sort_for_traits (kernel_traits.h), a few key traits a translation
+// unit so they compile in parallel.
+#include "../sort_dispatch.cuh"
+
+namespace jax_mergepath {
+
+template cudaError_t sort_for_traits<U8Key>(const SortCall&, int32_t*, cudaStream_t);
+template cudaError_t sort_for_traits<U16Key>(const SortCall&, int32_t*, cudaStream_t);
+
+}  // namespace jax_mergepath
