@@ -120,12 +120,13 @@ def propagate(particles: Particles, y: jax.Array,
     """Moves every particle one step and weighs it by y: (moved particles, normalised weights,
     their log scale, the systematic offset u)."""
     k_move, k_u = jax.random.split(key)
-    x = PHI * particles["x"] + SIGMA * jax.random.normal(k_move, particles["x"].shape)
+    noise = jax.random.normal(k_move, particles["x"].shape, jnp.float32)
+    x = PHI * particles["x"] + SIGMA * noise
     logw = -0.5 * jnp.square((y - x) / TAU)
     top = jnp.max(logw)
     moved = {"x": x, "x_prev": particles["x"], "path_sum": particles["path_sum"] + x,
              "origin": particles["origin"]}
-    return moved, jnp.exp(logw - top), top, jax.random.uniform(k_u, ())
+    return moved, jnp.exp(logw - top), top, jax.random.uniform(k_u, (), jnp.float32)
 
 
 def step(particles: Particles, inputs: tuple[jax.Array, jax.Array], *,
@@ -151,7 +152,7 @@ def run(particles: Particles, ys: jax.Array, key: jax.Array, *,
 
 def initial_particles(key: jax.Array, n: int) -> Particles:
     """N draws from the state's stationary law N(0, SIGMA**2 / (1 - PHI**2))."""
-    x = jax.random.normal(key, (n,)) * np.float32(SIGMA / np.sqrt(1 - PHI**2))
+    x = jax.random.normal(key, (n,), jnp.float32) * np.float32(SIGMA / np.sqrt(1 - PHI**2))
     return {"x": x, "x_prev": x, "path_sum": jnp.zeros(n, jnp.float32),
             "origin": jnp.arange(n, dtype=jnp.int32)}
 
