@@ -3,10 +3,11 @@
 Point particles fly through a periodic 3-D box and collide by stochastic rotation dynamics
 (SRD): the box is divided into cells, and every step each particle's velocity relative to its
 cell's mass-weighted mean velocity is turned by 90 degrees about an axis drawn for that cell.
-To find each cell's particles the particles are kept sorted by a spatial hash: the Morton code
-of their positions (the top 10 bits of each coordinate interleaved: 30 bits; a collision cell is
-a prefix of it, so every cell is one run of the sorted order, and the order keeps neighbours
-close in memory). Every step moves the particles a little and re-sorts them by their new hash,
+The particles are kept sorted by a spatial hash, the Morton code of their positions (the top 10
+bits of each coordinate interleaved: 30 bits). A collision cell is a prefix of the code, so each
+cell's particles are one run of the sorted order, and the sums per cell (a scatter-add into a
+dense array of cells) and their gather back read and write memory in order, as GPU particle
+codes sort for. Every step moves the particles a little and re-sorts them by their new hash,
 moving every field with them (x, y, z, vx, vy, vz, mass, id: eight arrays); the keys arrive
 nearly sorted, since the state is kept in the last step's order.
 
@@ -63,6 +64,7 @@ SIZES = {
 HASH_BITS = 10  # Morton code of the top 10 bits of x, y and z: 30 bits
 VELOCITY_SHIFT = 8  # a velocity unit is 2**8 position units
 MAX_MASS = 4  # masses are 1 .. MAX_MASS
+MAX_CELL_BITS = 8  # the per-cell sums are a dense (8**cell_bits, 4) int32 array
 JMP_SORTS = ("sort_by_key", "argsort")
 JNP_SORTS = ("argsort", "lax_sort")
 
@@ -112,19 +114,20 @@ def drift(fields: Fields) -> Fields:
 
 
 def collide(keys: jax.Array, f: Fields, salt: jax.Array,
-            cell_shift: int) -> tuple[Fields, dict[str, jax.Array]]:
-    """SRD collisions of particles sorted by hash: in each cell (a run of equal keys >>
-    cell_shift) every velocity relative to the cell's mean (rounded down) turns by 90 degrees
-    about +-x, +-y or +-z, drawn from the cell and the step's salt. Also returns the step's
-    diagnostics."""
-    n = keys.shape[0]
-    cell = keys >> cell_shift
-    starts = jnp.concatenate([jnp.ones(1, bool), cell[1:] != cell[:-1]])
-    seg = jnp.cumsum(starts, dtype=jnp.int32) - 1  # the cell's run number, sorted
-    cell_sum = partial(jax.ops.segment_sum, segment_ids=seg, num_segments=n,
-                       indices_are_sorted=True)
-    mass = cell_sum(f["mass"])
-    mean = {a: (cell_sum(f["mass"] * f["v" + a]) // jnp.maximum(mass, 1))[seg] for a in AXES}
+            cell_bits: int) -> tuple[Fields, dict[str, jax.Array]]:
+    """SRD collisions of particles sorted by hash: in each cell (the hash's top 3 * cell_bits
+    bits: a Morton cell id) every velocity relative to the cell's mass-weighted mean (rounded
+    to nearest) turns by 90 degrees about +-x, +-y or +-z, drawn from the cell and the step's
+    salt. Also returns the step's diagnostics."""
+    cell = keys >> (3 * (HASH_BITS - cell_bits))
+    # Per cell: mass and momentum, summed into a dense array of every cell. The particles are
+    # sorted by cell, so the scatter and the gather back touch memory in order.
+    carried = jnp.stack([f["mass"]] + [f["mass"] * f["v" + a] for a in AXES], axis=1)
+    sums = jnp.zeros((1 << 3 * cell_bits, 4), jnp.int32).at[cell].add(carried)
+    mine = sums[cell]  # (n, 4): the particle's cell's mass and momentum
+    mass = mine[:, 0]  # >= the particle's own mass >= 1
+    # the mean rounded to nearest: the remainders left (|r| <= M / 2) have no sign bias
+    mean = {a: (mine[:, k + 1] + mass // 2) // mass for k, a in enumerate(AXES)}
     rel = {a: f["v" + a] - mean[a] for a in AXES}
     # A multiplicative hash of the cell picks the axis (its top bits) and the sense.
     h = (cell ^ salt) * jnp.uint32(0x9E3779B1)
@@ -142,25 +145,26 @@ def collide(keys: jax.Array, f: Fields, salt: jax.Array,
         "momentum": jnp.stack([jnp.sum(out["mass"] * out["v" + a]) for a in AXES]),
         "energy": sum(jnp.sum(out["mass"] * jnp.square(out["v" + a].astype(jnp.float32)))
                       for a in AXES) / 2,
-        "cells": jnp.sum(starts, dtype=jnp.int32),
-        "max_cell_mass": jnp.max(mass),
-        "max_speed": jnp.max(jnp.stack([jnp.max(jnp.abs(out["v" + a])) for a in AXES])),
+        "cells": jnp.sum(sums[:, 0] > 0, dtype=jnp.int32),
+        "max_cell_mass": jnp.max(sums[:, 0]),
+        "max_speed": jnp.max(jnp.stack([jnp.maximum(jnp.max(out["v" + a]), -jnp.min(out["v" + a]))
+                                        for a in AXES])),
     }
     return out, stats
 
 
 def step(fields: Fields, salt: jax.Array, *, stage: SortStage,
-         cell_shift: int) -> tuple[Fields, dict[str, jax.Array]]:
+         cell_bits: int) -> tuple[Fields, dict[str, jax.Array]]:
     """Move, hash, re-sort every field by hash, collide."""
     fields = drift(fields)
     keys, fields = stage(morton(fields), fields)
-    return collide(keys, fields, salt, cell_shift)
+    return collide(keys, fields, salt, cell_bits)
 
 
 def run(fields: Fields, salts: jax.Array, *, stage: SortStage,
-        cell_shift: int) -> tuple[Fields, dict[str, jax.Array]]:
+        cell_bits: int) -> tuple[Fields, dict[str, jax.Array]]:
     """One step a salt, in one scan: the final fields and every step's diagnostics."""
-    return lax.scan(partial(step, stage=stage, cell_shift=cell_shift), fields, salts)
+    return lax.scan(partial(step, stage=stage, cell_bits=cell_bits), fields, salts)
 
 
 def initial_fields(rng: np.random.Generator, n: int, speed_units: float) -> Fields:
@@ -226,7 +230,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = make_parser(__doc__, SIZES)
     parser.add_argument("--particles", type=int, help="particles")
     parser.add_argument("--cell-bits", type=int,
-                        help=f"collision cells per side: 2**cell_bits (1 .. {HASH_BITS})")
+                        help=f"collision cells per side: 2**cell_bits (1 .. {MAX_CELL_BITS})")
     parser.add_argument("--steps", type=int, help="steps per scan")
     parser.add_argument("--speed", type=float,
                         help="thermal speed, in collision cells a step (how far keys move)")
@@ -237,8 +241,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sweep", action="store_true",
                         help="also time the stage with all four spellings")
     args = resolve(parser.parse_args(argv), SIZES)
-    if args.particles < 2 or args.steps < 1 or not 1 <= args.cell_bits <= HASH_BITS:
-        parser.error(f"need --particles >= 2, --steps >= 1, 1 <= --cell-bits <= {HASH_BITS}")
+    if args.particles < 2 or args.steps < 1 or not 1 <= args.cell_bits <= MAX_CELL_BITS:
+        parser.error(f"need --particles >= 2, --steps >= 1, 1 <= --cell-bits <= {MAX_CELL_BITS}")
     if not 0 < args.speed <= 1:
         parser.error("need 0 < --speed <= 1 (cells a step)")
     return args
@@ -246,7 +250,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
-    n, cell_shift = args.particles, 3 * (HASH_BITS - args.cell_bits)
+    n = args.particles
     speed_units = args.speed * 2.0 ** (32 - args.cell_bits - VELOCITY_SHIFT)
     header("particle_hashing", args, particles=n, cells=f"{2**args.cell_bits}^3",
            steps=args.steps, speed=args.speed, jmp_sort=args.jmp_sort, jnp_sort=args.jnp_sort)
@@ -255,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict:
     salts = jnp.asarray(rng.integers(0, 2**32, args.steps, dtype=np.uint32))
     fast_stage = partial(jmp_stage, how=args.jmp_sort)
     base_stage = partial(jnp_stage, how=args.jnp_sort)
-    fast, base = (jax.jit(partial(run, stage=s, cell_shift=cell_shift))
+    fast, base = (jax.jit(partial(run, stage=s, cell_bits=args.cell_bits))
                   for s in (fast_stage, base_stage))
     ends = (fast(fields, salts), base(fields, salts))
     # The stage's inputs: the final state moved once more, as a step does (nearly sorted keys).

@@ -64,7 +64,7 @@ SIZES = {
 }
 PHI, SIGMA, TAU = 0.9, 0.5, 0.3  # state persistence, state noise, observation noise
 MAX_PARTICLES = 2**24  # the queries 0 .. N - 1 are exact float32 integers
-JNP_SEARCHES = ("repeat", "scan", "scan_unrolled", "sort", "compare_all")
+JNP_SEARCHES = ("counts", "repeat", "scan", "scan_unrolled", "sort", "compare_all")
 COMPARE_ALL_MAX = 2**14  # compare_all builds an N x N comparison
 
 Particles = dict[str, jax.Array]  # every field (N,): x, x_prev, path_sum (float32), origin (int32)
@@ -79,13 +79,18 @@ def jmp_search(scaled: jax.Array) -> jax.Array:
 
 
 def jnp_search(scaled: jax.Array, *, method: str) -> jax.Array:
-    """The same ancestors with jax.numpy alone: jnp.searchsorted by `method`, or "repeat"."""
+    """The same ancestors with jax.numpy alone: jnp.searchsorted by `method`, or from each
+    particle's count of queries ("counts": a scatter-add and a cumulative sum; "repeat":
+    jnp.repeat of the counts)."""
     n = scaled.shape[0]
-    if method == "repeat":
+    if method in ("counts", "repeat"):
         # Queries 0 .. N-1 at or below scaled[j]: floor(scaled[j]) + 1 (exact: the queries are
-        # integers), all of them for the last particle (the clip of the search). Particle j
-        # takes the queries between its predecessor's count and its own.
+        # integers), all of them for the last particle (the clip of the search).
         below = jnp.clip(jnp.floor(scaled).astype(jnp.int32) + 1, 0, n).at[-1].set(n)
+        if method == "counts":  # query i's ancestor: the particles with below[j] <= i
+            ones = jnp.zeros(n + 1, jnp.int32).at[below].add(1)
+            return jnp.cumsum(ones[:n], dtype=jnp.int32)
+        # particle j takes the queries from its predecessor's below to its own
         counts = jnp.diff(below, prepend=jnp.int32(0))
         return jnp.repeat(jnp.arange(n, dtype=jnp.int32), counts, total_repeat_length=n)
     queries = jnp.arange(n, dtype=scaled.dtype)

@@ -97,7 +97,8 @@ def test_smc_resampling(load) -> None:
     assert out["particles"] == 1024 and out["jnp_search"] == "repeat"
 
 
-@pytest.mark.parametrize("method", ["repeat", "scan", "scan_unrolled", "sort", "compare_all"])
+@pytest.mark.parametrize("method", ["counts", "repeat", "scan", "scan_unrolled", "sort",
+                                    "compare_all"])
 def test_smc_searches_pick_the_same_ancestors(load, method: str) -> None:
     smc = load("smc_resampling")
     rng = np.random.default_rng(3)
