@@ -94,7 +94,7 @@ def test_checks_catch_differences(load) -> None:
 def test_smc_resampling(load) -> None:
     out = load("smc_resampling").main(["--particles", "1024", "--steps", "8", "--reps", "1"])
     assert_passed(out)
-    assert out["particles"] == 1024 and out["jnp_search"] == "repeat"
+    assert out["particles"] == 1024 and out["jnp_search"] == "counts"
 
 
 @pytest.mark.parametrize("method", ["counts", "repeat", "scan", "scan_unrolled", "sort",
