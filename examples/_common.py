@@ -2,8 +2,8 @@
 results against the jnp-only ones, and the side-by-side timing of the two versions (whole
 steps, and the sort or merge stage of a step alone).
 
-Not an example itself: species_energy.py, cell_list.py and sorted_stream.py import it (run them
-from anywhere; Python puts their folder on the path).
+Not an example itself: every example imports it (run them from anywhere; Python puts their
+folder on the path).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -88,3 +89,81 @@ def test_checks_catch_differences(load) -> None:
     assert checks.results == {"same": True, "one element": False, "shape": False,
                               "close": True, "far": False, "property": False}
     assert not common.result(checks, {})["ok"]
+
+
+def test_smc_resampling(load) -> None:
+    out = load("smc_resampling").main(["--particles", "1024", "--steps", "8", "--reps", "1"])
+    assert_passed(out)
+    assert out["particles"] == 1024 and out["jnp_search"] == "counts"
+
+
+@pytest.mark.parametrize("method", ["counts", "repeat", "scan", "scan_unrolled", "sort",
+                                    "compare_all"])
+def test_smc_searches_pick_the_same_ancestors(load, method: str) -> None:
+    smc = load("smc_resampling")
+    rng = np.random.default_rng(3)
+    n = 257
+    w = rng.exponential(size=n) * (rng.random(n) < 0.7)  # many zero weights: never chosen
+    w[0] = w[-1] = 0.0
+    cdf = np.cumsum(w)
+    systematic = cdf * (n / cdf[-1]) - 0.37  # a systematic offset u
+    for scaled in (systematic,
+                   np.floor(cdf * (n / cdf[-1])),  # values exactly on queries (integers)
+                   np.linspace(-0.9, n - 1.5, n)):  # the last queries past every value
+        scaled = jnp.asarray(scaled, jnp.float32)
+        got = smc.jnp_search(scaled, method=method)
+        want = smc.jmp_search(scaled)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        queries = np.arange(n, dtype=np.float32)
+        brute = np.minimum(np.sum(np.asarray(scaled)[None, :] < queries[:, None], axis=1), n - 1)
+        np.testing.assert_array_equal(np.asarray(want), brute)
+    ancestors = np.asarray(smc.jmp_search(jnp.asarray(systematic, jnp.float32)))
+    assert np.all(w[ancestors] > 0)  # a particle of weight 0 is never chosen
+
+
+def test_smc_a_wrong_resampling_fails_the_kalman_check(load) -> None:
+    smc = load("smc_resampling")
+    smc.cumulative = lambda w: jnp.cumsum(jnp.ones_like(w))  # weights ignored, in both versions
+    with pytest.raises(AssertionError, match="Kalman"):
+        smc.main(["--particles", "1024", "--steps", "8", "--reps", "1"])
+
+
+def test_smc_an_off_by_one_search_fails_the_example(load) -> None:
+    smc = load("smc_resampling")
+    search = smc.jmp_search
+    smc.jmp_search = lambda scaled: jnp.minimum(search(scaled) + 1, scaled.shape[0] - 1)
+    with pytest.raises(AssertionError, match="equal jnp's"):
+        smc.main(["--particles", "512", "--steps", "2", "--reps", "1"])
+
+
+def test_particle_hashing(load) -> None:
+    out = load("particle_hashing").main(["--particles", "4096", "--cell-bits", "3", "--steps",
+                                         "4", "--reps", "1"])
+    assert_passed(out)
+    assert 0 < out["unsorted_pairs"] < 0.5  # moved a little: nearly sorted keys
+
+
+def test_particle_hashing_spellings_agree(load) -> None:
+    ph = load("particle_hashing")
+    fields = ph.initial_fields(np.random.default_rng(1), 2000, 2.0**14)
+    moved = ph.drift(ph.drift(fields))
+    keys = ph.morton(moved)
+    want = ph.jnp_stage(keys, moved, how="argsort")
+    assert bool(ph.jmp.is_sorted(want[0]))
+    for how in ph.JMP_SORTS:
+        got = ph.jmp_stage(keys, moved, how=how)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    got = ph.jnp_stage(keys, moved, how="lax_sort")
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_morton_interleaves_bits(load) -> None:
+    ph = load("particle_hashing")
+    rng = np.random.default_rng(2)
+    top = rng.integers(0, 2**ph.HASH_BITS, (3, 50))
+    fields = {a: jnp.asarray((top[i] << (32 - ph.HASH_BITS)).astype(np.uint32))
+              for i, a in enumerate(ph.AXES)}
+    want = sum(((top[i] >> b) & 1) << (3 * b + i) for i in range(3) for b in range(ph.HASH_BITS))
+    np.testing.assert_array_equal(np.asarray(ph.morton(fields)), want)
