@@ -46,20 +46,19 @@ def _params(fn) -> list[tuple[str, object, object]]:
 
 
 @pytest.mark.parametrize(
-    ("ours", "theirs", "extra"),
+    ("name", "theirs", "extra"),
     [
-        (jmp.sort, jnp.sort, []),
-        # jnp.argsort's dtype (of the indices) is not taken
-        (jmp.argsort, jnp.argsort, []),
-        (jmp.lax_sort, lax.sort, []),
-        (jmp.sort_key_val, lax.sort_key_val, []),
-        (jmp.searchsorted, jnp.searchsorted, ["sorted_v"]),
+        ("sort", jnp.sort, []),
+        ("argsort", jnp.argsort, []),  # (jnp.argsort's dtype, of the indices, is not taken)
+        ("lax_sort", lax.sort, []),
+        ("sort_key_val", lax.sort_key_val, []),
+        ("searchsorted", jnp.searchsorted, ["sorted_v"]),
     ],
     ids=["sort", "argsort", "lax_sort", "sort_key_val", "searchsorted"],
 )
-def test_signatures_are_jnp_and_lax_ones(ours, theirs, extra):
+def test_signatures_are_jnp_and_lax_ones(name, theirs, extra):
     want = [p for p in _params(theirs) if p[0] != "dtype"]
-    got = _params(ours)
+    got = _params(getattr(jmp, name))
     assert [p for p in got if p[0] not in extra] == want
     assert all(p[1] == inspect.Parameter.KEYWORD_ONLY for p in got if p[0] in extra)
 
@@ -159,22 +158,17 @@ def test_lax_sort_operand_forms_as_lax(rng):
         assert type(got) is type(want)  # an array, or a tuple for any sequence
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             assert_bits_equal(g, w)
+    assert_bits_equal(jmp.lax_sort(operand=x, dimension=0), lax.sort(operand=x, dimension=0))
     got = jmp.lax_sort([x, y], dimension=1, is_stable=False, num_keys=2)
     for g, w in zip(got, lax.sort([x, y], dimension=1, num_keys=2), strict=True):
         assert_bits_equal(g, w)
 
 
-@pytest.mark.parametrize(
-    ("args", "kw"),
-    [(((),), {}), ((jnp.arange(3.0),), {"num_keys": 2}), (([jnp.arange(3.0)],), {"num_keys": 0})],
-    ids=["empty_sequence", "single_array_two_keys", "num_keys_0"],
-)
-def test_lax_sort_argument_errors_as_lax(args, kw):
-    with pytest.raises((TypeError, ValueError)) as want:
-        lax.sort(*args, **kw)
-    with pytest.raises(type(want.value)) as got:
-        jmp.lax_sort(*args, **kw)
-    assert "lax_sort" in str(got.value)
+def test_lax_sort_empty_sequence_raises_as_lax():
+    with pytest.raises(TypeError):
+        lax.sort(())
+    with pytest.raises(TypeError, match=r"lax_sort: operand is an empty sequence"):
+        jmp.lax_sort(())
 
 
 def test_sort_key_val_as_lax(rng):
@@ -234,16 +228,14 @@ def test_searchsorted_methods_as_jnp(rng, method):
     np.testing.assert_array_equal(_values(jmp.searchsorted(a, v, method=method)), _values(want))
 
 
-@pytest.mark.parametrize("kw", [{"method": "bisect"}, {"method": "SCAN"}, {"side": "middle"}],
-                         ids=["bisect", "upper", "side"])
-def test_searchsorted_bad_method_and_side_as_jnp(kw):
+@pytest.mark.parametrize("kw", [{"method": "bisect"}, {"method": "SCAN"}], ids=["bisect", "upper"])
+def test_searchsorted_bad_method_as_jnp(kw):
     a, v = jnp.arange(5.0), jnp.arange(3.0)
     with pytest.raises(ValueError) as want:
         jnp.searchsorted(a, v, **kw)
     with pytest.raises(type(want.value), match=next(iter(kw))) as got:
         jmp.searchsorted(a, v, **kw)
-    if "method" in kw:
-        assert "sorted_v" in str(got.value)
+    assert "sorted_v" in str(got.value)
 
 
 def test_searchsorted_method_docstring_names_sorted_v():
