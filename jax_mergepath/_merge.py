@@ -1,7 +1,9 @@
 """The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
 Contract: arguments are checked at trace time (_checks.py); zero-size merges never reach a
-kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back.
+kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back. Inputs
+that must be sorted go through require_sorted (_preconditions.py), which emits nothing unless
+check_sorted_inputs is on.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The sort family: sort, argsort, sort_by_key, lax_sort, searchsorted (README "API").
+"""The sort family: sort, argsort, sort_by_key, lax_sort, sort_key_val, searchsorted (README
+"API"), with jnp's and lax's signatures and, where they raise for an argument, their exception
+types.
 
 Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
 the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
@@ -287,7 +289,8 @@ def _lax_sort(
     ops_in: list[ArrayLike], names: list[str], dimension: int, num_keys: int, op: str
 ) -> list[jax.Array]:
     """lax.sort of the operands `ops_in` (named `names` in messages) by the first num_keys."""
-    keys = [as_key_array(x, name, op) for x, name in zip(ops_in[:num_keys], names, strict=False)]
+    keys = [as_key_array(x, name, op) for x, name in
+            zip(ops_in[:num_keys], names[:num_keys], strict=True)]
     others = [as_array(x, name, op) for x, name in
               zip(ops_in[num_keys:], names[num_keys:], strict=True)]
     ops = keys + others
