@@ -12,6 +12,7 @@ only when a size is provably small is always safe.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -116,14 +117,43 @@ def as_key_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None
     return arr
 
 
-def normalize_axis(axis: Any, ndim: int, name: str, op: str) -> int:
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool | np.bool_):
-        raise TypeError(f"jax_mergepath.{op}: axis must be an int, got {axis!r}")
+def static_int(
+    value: Any, arg: str, op: str, traced_error: type[Exception] = TypeError
+) -> int:
+    """value as a Python int, known at trace time. A traced value (an argument of a jitted
+    function) raises traced_error naming `arg` and saying how to make it static; bools and
+    non-integers raise TypeError."""
+    if isinstance(value, jax.core.Tracer):
+        raise traced_error(
+            f"jax_mergepath.{op}: {arg} must be a static int, known when the function is "
+            f"traced, but got a traced value ({value.aval.str_short()}). Pass it as a static "
+            f"argument: jax.jit(f, static_argnames='{arg}') or static_argnums=..."
+        )
+    if not isinstance(value, bool | np.bool_):
+        try:
+            return operator.index(value)  # ints, numpy ints, concrete 0-d int arrays
+        except TypeError:
+            pass
+    raise TypeError(f"jax_mergepath.{op}: {arg} must be an int, got {value!r}")
+
+
+def normalize_axis(
+    axis: Any,
+    ndim: int,
+    name: str,
+    op: str,
+    arg: str = "axis",
+    traced_error: type[Exception] = TypeError,
+) -> int:
+    """The axis `arg` of `name` (ndim dimensions) as an int in [0, ndim): static_int's errors,
+    ValueError out of range."""
+    axis = static_int(axis, arg, op, traced_error)
     if not -ndim <= axis < ndim:
         raise ValueError(
-            f"jax_mergepath.{op}: axis {axis} is out of range for {name} with {ndim} dimension(s)"
+            f"jax_mergepath.{op}: {arg} {axis} is out of range for {name} with {ndim} "
+            f"dimension(s)"
         )
-    return int(axis) % ndim
+    return axis % ndim
 
 
 def batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:

@@ -1,7 +1,9 @@
 """The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
 Contract: arguments are checked at trace time (_checks.py); zero-size merges never reach a
-kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back.
+kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back. Inputs
+that must be sorted go through require_sorted (_preconditions.py), which emits nothing unless
+check_sorted_inputs is on.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from jax_mergepath._checks import (
     row_lengths,
 )
 from jax_mergepath._gather import concatenate_bits
+from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload, co_rank_p, is_sorted_p, merge_p
 
 
@@ -56,7 +59,9 @@ def merge(
 
     Inputs not sorted along ``axis`` break the precondition: the order of the result is then
     unspecified, but every output row is still a permutation of its inputs and nothing is read
-    or written out of bounds. ``is_sorted`` checks the precondition.
+    or written out of bounds. ``is_sorted`` checks the precondition, and inside
+    ``check_sorted_inputs()`` an unsorted input raises (under ``jax.jit``: through
+    ``checkify.checkify``), naming it and its first unsorted row.
 
     Args:
         a: keys sorted along ``axis`` (in the direction asked), of a key dtype (bool, integers,
@@ -99,12 +104,35 @@ def merge(
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
     full_rows = a_length is None and b_length is None
-    keys, extra = _merge_last_axis(
-        jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1), a_valid, b_valid, (), descending, payload,
-        full_rows,
-    )
+    al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
+    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
+    keys, extra = _merge_last_axis(al, bl, a_valid, b_valid, (), descending, payload, full_rows)
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(extra, -1, ax)) if return_indices else keys
+
+
+def _require_pair_sorted(
+    a: jax.Array,
+    b: jax.Array,
+    a_valid: jax.Array,
+    b_valid: jax.Array,
+    a_length: ArrayLike | None,
+    b_length: ArrayLike | None,
+    names: tuple[str, str],
+    descending: bool,
+    op: str,
+) -> None:
+    """The checked mode's check of a merge's inputs (merged axis last): the valid prefix of
+    each row when a length was given, else the whole row."""
+    for x, valid, length, name, length_name in (
+        (a, a_valid, a_length, names[0], "a_length"),
+        (b, b_valid, b_length, names[1], "b_length"),
+    ):
+        if length is None:
+            require_sorted(x, name, op, descending)
+        else:
+            require_sorted(x, f"{name} (its valid prefix, {length_name})", op, descending,
+                           end=valid)
 
 
 def _merge_last_axis(
@@ -149,13 +177,18 @@ def merge_by_key(
     *,
     axis: int = -1,
     descending: bool = False,
+    a_length: ArrayLike | None = None,
+    b_length: ArrayLike | None = None,
 ) -> tuple[jax.Array, PyTree]:
     """Stable merge of sorted keys, moving values (arrays or pytrees of arrays) with them.
 
     Value leaves have the shape of their keys, optionally with trailing dimensions after it
     (e.g. positions ``(n, 3)`` for keys ``(n,)``). One leaf shaped exactly like its keys moves
     inside the merge kernel; other layouts are gathered by the merge's indices. Values move bit
-    for bit (NaN payloads, -0.0). The key order and the precondition are :func:`merge`'s.
+    for bit (NaN payloads, -0.0). The key order, the precondition and the ragged rows
+    (``a_length`` / ``b_length``) are :func:`merge`'s: with lengths, each output row is the
+    merge of the valid parts, then ``a``'s invalid tail, then ``b``'s, and the values follow
+    their keys there too.
 
     Args:
         a_keys: keys sorted along ``axis``, of a key dtype.
@@ -164,6 +197,9 @@ def merge_by_key(
         b_values: the same pytree structure, leaves of the same dtypes and trailing shapes.
         axis: the keys' axis to merge along (the values' same axis moves with it).
         descending: the keys are sorted largest first; so is the result.
+        a_length: how many leading elements of each row of ``a_keys`` are valid: an int or an
+            int array of the batch shape, clamped to ``[0, m]``. None: all ``m``.
+        b_length: the same for ``b_keys``, clamped to ``[0, n]``.
 
     Returns:
         ``(merged keys, merged values)``, the values in ``a_values``' pytree structure.
@@ -179,6 +215,10 @@ def merge_by_key(
         ...                         jnp.array([10, 40]), jnp.array([20, 30]))
         >>> v
         Array([10, 20, 30, 40], dtype=int32)
+        >>> k, v = jmp.merge_by_key(jnp.array([1, 4, 0]), jnp.array([2, 3]),
+        ...                         jnp.array([10, 40, 0]), jnp.array([20, 30]), a_length=2)
+        >>> k, v
+        (Array([1, 2, 3, 4, 0], dtype=int32), Array([10, 20, 30, 40,  0], dtype=int32))
     """
     op = "merge_by_key"
     a_keys, b_keys, ax, batch = check_key_pair(a_keys, b_keys, ("a_keys", "b_keys"), axis, op)
@@ -206,16 +246,21 @@ def merge_by_key(
                 f"same trailing shape, got {va.shape} and {vb.shape}"
             )
     m, n = a_keys.shape[ax], b_keys.shape[ax]
-    a_valid = jnp.full(batch, m, np.int32)
-    b_valid = jnp.full(batch, n, np.int32)
+    a_valid = row_lengths(a_length, m, batch, "a_length", op)
+    b_valid = row_lengths(b_length, n, batch, "b_length", op)
+    full_rows = a_length is None and b_length is None
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
+    _require_pair_sorted(ak, bk, a_valid, b_valid, a_length, b_length, ("a_keys", "b_keys"),
+                         descending, op)
     if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
         keys, moved = _merge_last_axis(
-            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, True
+            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, full_rows
         )
         return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
-    keys, idx = _merge_last_axis(ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, True)
+    keys, idx = _merge_last_axis(
+        ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, full_rows
+    )
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
         gather_along(concatenate_bits((va, vb), ax), idx, ax)
@@ -270,6 +315,8 @@ def merge_runs(
     batch = batch_shape(x, ax)
     splits = row_lengths(split, d, batch, "split", op)
     xl = jnp.moveaxis(x, ax, -1)
+    require_sorted(xl, "x's first run (before split)", op, descending, end=splits)
+    require_sorted(xl, "x's second run (from split on)", op, descending, begin=splits)
     if x.size == 0:
         keys, idx = xl, jnp.broadcast_to(jnp.arange(d, dtype=np.int32), xl.shape)
     else:
@@ -339,6 +386,8 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         )
     query_shape = k.shape[len(batch) :]
     kk = clamp_int32(k, m + n).reshape(*batch, math.prod(query_shape))  # (batch may hold a 0)
+    require_sorted(a, "a", op, descending)
+    require_sorted(b, "b", op, descending)
     if kk.size == 0 or m == 0 or n == 0:
         out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial
     else:
@@ -352,7 +401,8 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     The order is the package's key order, ``jnp.argsort(stable=True)``'s: NaN last when
     ascending (first when descending), -0.0 == +0.0, equal neighbours allowed. Use it to check
     inputs before :func:`merge`, :func:`merge_by_key`, :func:`merge_runs` (each run) or
-    ``searchsorted(..., sorted_v=True)``, whose results are unspecified on unsorted input.
+    ``searchsorted(..., sorted_v=True)``, whose results are unspecified on unsorted input;
+    ``check_sorted_inputs()`` makes those functions run it on their inputs and raise.
 
     Args:
         x: keys of a key dtype, >= 1-d.

@@ -1,4 +1,6 @@
-"""The sort family: sort, argsort, sort_by_key, lax_sort, searchsorted (README "API").
+"""The sort family: sort, argsort, sort_by_key, lax_sort, sort_key_val, searchsorted (README
+"API"), with jnp's and lax's signatures and, where they raise for an argument, their exception
+types.
 
 Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
 the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
@@ -24,15 +26,18 @@ from jax_mergepath._checks import (
     as_array,
     as_key_array,
     check_direction,
+    check_int_dtype,
     check_length,
     check_values,
     definitely,
     fusable_values,
     gather_along,
     normalize_axis,
+    static_int,
 )
 from jax_mergepath._gather import take_along_bits
 from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
+from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload, searchsorted_p, sort_p
 
 
@@ -48,15 +53,50 @@ def _sort_last_axis(
     return outs[0], (outs[1] if len(outs) > 1 else None)
 
 
-def _prepare(x: ArrayLike, axis: int, descending: bool, op: str, name: str = "x"):
+def _prepare(
+    x: ArrayLike,
+    axis: int | None,
+    descending: bool,
+    op: str,
+    name: str = "x",
+    traced_error: type[Exception] = TypeError,
+):
+    """The keys, their sorted axis and the direction, checked; axis=None flattens x (jnp)."""
+    if axis is None:
+        x = jnp.ravel(as_array(x, name, op))
+        axis = 0
     x = as_key_array(x, name, op)
     descending = check_direction(descending, op)
-    ax = normalize_axis(axis, x.ndim, name, op)
+    ax = normalize_axis(axis, x.ndim, name, op, traced_error=traced_error)
     check_length(x.shape[ax], op)
     return x, ax, descending
 
 
-def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
+def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, descending: bool,
+                   op: str):
+    """sort / argsort's arguments checked as jnp.sort / jnp.argsort check them: kind and order
+    raise jnp's TypeError, a traced axis jnp's ValueError (jnp's axis is a static argument)."""
+    if kind is not None:
+        raise TypeError(
+            f"jax_mergepath.{op}: the 'kind' argument is not supported (as in jnp.{op}); use "
+            f"stable=True or stable=False to specify sort stability"
+        )
+    if order is not None:
+        raise TypeError(
+            f"jax_mergepath.{op}: the 'order' argument is not supported (as in jnp.{op})"
+        )
+    return _prepare(a, axis, descending, op, "a", traced_error=ValueError)
+
+
+def sort(
+    a: ArrayLike,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+) -> jax.Array:
     """Stable sort along ``axis``: a drop-in for ``jnp.sort`` (every row of the other axes
     sorted independently, in one kernel call).
 
@@ -65,18 +105,26 @@ def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array
     (so -0.0 and NaN payloads survive). Subnormals are ordered as the numbers they are.
 
     Args:
-        x: keys of a key dtype (bool, integers, float16/bfloat16/float32/float64), >= 1-d.
-        axis: the axis to sort along.
+        a: keys of a key dtype (bool, integers, float16/bfloat16/float32/float64), >= 1-d
+            (any shape with ``axis=None``).
+        axis: the axis to sort along (a static int); None sorts the flattened array, as
+            ``jnp.sort``.
+        kind: not supported, as in ``jnp.sort``: anything but None raises.
+        order: not supported, as in ``jnp.sort``: anything but None raises.
+        stable: accepted as in ``jnp.sort``; the sort is always stable, which is a valid
+            answer for ``stable=False`` too.
         descending: sort largest first.
 
     Returns:
-        x sorted along axis.
+        a sorted along axis (of shape ``(a.size,)`` for ``axis=None``).
 
     Raises:
-        TypeError: complex or non-key dtype, or descending not a bool.
-        ValueError: x is 0-d, axis out of range, or the axis has 2**31 or more elements (a
-            symbolic ``jax.export`` dimension that may be that long is checked at run time
-            instead: JaxRuntimeError).
+        TypeError: complex or non-key dtype, descending not a bool, ``kind`` or ``order``
+            given (as ``jnp.sort``).
+        ValueError: a is 0-d (and axis is not None), axis out of range, axis traced (a
+            ``jax.jit`` argument: make it static, as ``jnp.sort`` requires), or the axis has
+            2**31 or more elements (a symbolic ``jax.export`` dimension that may be that long
+            is checked at run time instead: JaxRuntimeError).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -85,22 +133,38 @@ def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array
         >>> jmp.sort(jnp.array([[3, 1, 2], [9, 8, 7]]), descending=True)
         Array([[3, 2, 1],
                [9, 8, 7]], dtype=int32)
+        >>> jmp.sort(jnp.array([[3, 1], [0, 2]]), None)
+        Array([0, 1, 2, 3], dtype=int32)
     """
-    x, ax, descending = _prepare(x, axis, descending, "sort")
+    del stable  # always stable
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, "sort")
     keys, _ = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.NONE)
     return jnp.moveaxis(keys, -1, ax)
 
 
-def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
+def argsort(
+    a: ArrayLike,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+) -> jax.Array:
     """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``.
 
     Args:
-        x: keys of a key dtype, >= 1-d.
-        axis: the axis to sort along.
+        a: keys of a key dtype, >= 1-d (any shape with ``axis=None``).
+        axis: the axis to sort along (a static int); None: positions in the flattened array,
+            as ``jnp.argsort``.
+        kind: not supported, as in ``jnp.argsort``: anything but None raises.
+        order: not supported, as in ``jnp.argsort``: anything but None raises.
+        stable: accepted as in ``jnp.argsort``; the sort is always stable, which is a valid
+            answer for ``stable=False`` too.
         descending: largest first; ties still keep their input order.
 
     Returns:
-        int32 positions along axis such that ``take_along_axis(x, idx, axis)`` is sorted.
+        int32 positions along axis such that ``take_along_axis(a, idx, axis)`` is sorted.
 
     Raises:
         TypeError, ValueError: as for :func:`sort`.
@@ -111,8 +175,11 @@ def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Ar
         Array([3, 1, 0, 2], dtype=int32)
         >>> jmp.argsort(jnp.array([2, 1, 2, 0]), descending=True)
         Array([0, 2, 1, 3], dtype=int32)
+        >>> jmp.argsort(jnp.array([[2, 1], [0, 3]]), axis=None)
+        Array([2, 1, 0, 3], dtype=int32)
     """
-    x, ax, descending = _prepare(x, axis, descending, "argsort")
+    del stable  # always stable
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, "argsort")
     _, idx = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.INDEX)
     return jnp.moveaxis(idx, -1, ax)
 
@@ -218,66 +285,24 @@ def _lexsort_indices(keys: list[jax.Array], op: str) -> jax.Array:
     return perm
 
 
-def lax_sort(
-    operands: ArrayLike | Sequence[ArrayLike],
-    dimension: int = -1,
-    is_stable: bool = True,
-    num_keys: int = 1,
-) -> jax.Array | tuple[jax.Array, ...]:
-    """Drop-in for ``jax.lax.sort``: sorts ``operands`` along ``dimension`` by the first
-    ``num_keys`` of them, lexicographically, moving the others along.
-
-    Always stable (``is_stable`` is accepted for compatibility). The order of each key is
-    ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort``
-    on the CPU only in ordering subnormal floats as numbers (XLA:CPU flushes them to zero).
-    Several keys are packed into one unsigned key when their widths sum to at most 64 bits;
-    integer and bool keys packed so are unpacked from the sorted key (never gathered).
-
-    Args:
-        operands: one array, or a sequence of arrays of one shape (keys first).
-        dimension: the axis to sort along.
-        is_stable: ignored: the sort is always stable.
-        num_keys: how many leading operands are keys (1 <= num_keys <= len(operands)).
-
-    Returns:
-        The sorted array for a single array; otherwise a tuple of the sorted operands.
-
-    Raises:
-        TypeError: a key of complex or non-key dtype.
-        ValueError: operands of different shapes, 0-d operands, num_keys out of range,
-            dimension out of range.
-
-    Example:
-        >>> import jax.numpy as jnp, jax_mergepath as jmp
-        >>> jmp.lax_sort((jnp.array([1, 0, 1]), jnp.array([5.0, 7.0, 2.0])), num_keys=2)
-        (Array([0, 1, 1], dtype=int32), Array([7., 2., 5.], dtype=float32))
-    """
-    op = "lax_sort"
-    single = not isinstance(operands, list | tuple)
-    ops_in = [operands] if single else list(operands)
-    if not ops_in:
-        raise ValueError(f"jax_mergepath.{op}: operands is empty")
-    if (
-        not isinstance(num_keys, int | np.integer)
-        or isinstance(num_keys, bool)
-        or not 1 <= num_keys <= len(ops_in)
-    ):
-        raise ValueError(
-            f"jax_mergepath.{op}: num_keys must be an int in [1, {len(ops_in)}], got {num_keys!r}"
-        )
-    keys = [as_key_array(x, f"operands[{i}]", op) for i, x in enumerate(ops_in[:num_keys])]
-    others = [as_array(x, f"operands[{i + num_keys}]", op) for i, x in
-              enumerate(ops_in[num_keys:])]
+def _lax_sort(
+    ops_in: list[ArrayLike], names: list[str], dimension: int, num_keys: int, op: str
+) -> list[jax.Array]:
+    """lax.sort of the operands `ops_in` (named `names` in messages) by the first num_keys."""
+    keys = [as_key_array(x, name, op) for x, name in
+            zip(ops_in[:num_keys], names[:num_keys], strict=True)]
+    others = [as_array(x, name, op) for x, name in
+              zip(ops_in[num_keys:], names[num_keys:], strict=True)]
     ops = keys + others
-    for i, x in enumerate(ops):
+    for name, x in zip(names, ops, strict=True):
         if x.shape != ops[0].shape:
             raise ValueError(
-                f"jax_mergepath.{op}: every operand must have the shape of operands[0] "
-                f"{ops[0].shape}, operands[{i}] has {x.shape}"
+                f"jax_mergepath.{op}: every operand must have the shape of {names[0]} "
+                f"{ops[0].shape}, {name} has {x.shape}"
             )
     if ops[0].ndim == 0:
         raise ValueError(f"jax_mergepath.{op}: operands must have at least one dimension")
-    ax = normalize_axis(dimension, ops[0].ndim, "operands[0]", op)
+    ax = normalize_axis(dimension, ops[0].ndim, names[0], op, arg="dimension")
     check_length(ops[0].shape[ax], op)
     last = [jnp.moveaxis(x, ax, -1) for x in ops]
     keys_in, others_in = last[:num_keys], last[num_keys:]
@@ -290,28 +315,146 @@ def lax_sort(
     else:
         perm = _lexsort_indices(keys_in, op)
         out = [take_along_bits(x, perm, -1) for x in last]
-    out = [jnp.moveaxis(x, -1, ax) for x in out]
+    return [jnp.moveaxis(x, -1, ax) for x in out]
+
+
+def lax_sort(
+    operand: ArrayLike | Sequence[ArrayLike],
+    dimension: int = -1,
+    is_stable: bool = True,
+    num_keys: int = 1,
+) -> jax.Array | tuple[jax.Array, ...]:
+    """Drop-in for ``jax.lax.sort``: sorts ``operand`` along ``dimension`` by the first
+    ``num_keys`` of its arrays, lexicographically, moving the others along.
+
+    Always stable, which is a valid answer for ``is_stable=False`` too. The order of each key
+    is ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0); it differs from
+    ``jax.lax.sort`` on the CPU only in ordering subnormal floats as numbers (XLA:CPU flushes
+    them to zero). Several keys are packed into one unsigned key when their widths sum to at
+    most 64 bits; integer and bool keys packed so are unpacked from the sorted key (never
+    gathered).
+
+    Args:
+        operand: one array, or a sequence (list, tuple) of arrays of one shape, keys first.
+        dimension: the axis to sort along (a static int).
+        is_stable: accepted as in ``jax.lax.sort``; the sort is always stable.
+        num_keys: how many leading arrays are keys (a static int, 1 <= num_keys <=
+            len(operand); 1 for a single array).
+
+    Returns:
+        As ``jax.lax.sort``: the sorted array for a single array; a tuple of the sorted arrays
+        for a sequence (a one-element sequence too).
+
+    Raises:
+        TypeError: an empty sequence (as ``jax.lax.sort``), a key of complex or non-key dtype,
+            ``dimension`` or ``num_keys`` not an int, or traced (a ``jax.jit`` argument: make
+            it static).
+        ValueError: arrays of different shapes, 0-d arrays, num_keys out of range (or not 1
+            for a single array), dimension out of range.
+
+    Example:
+        >>> import jax.numpy as jnp, jax_mergepath as jmp
+        >>> jmp.lax_sort((jnp.array([1, 0, 1]), jnp.array([5.0, 7.0, 2.0])), num_keys=2)
+        (Array([0, 1, 1], dtype=int32), Array([7., 2., 5.], dtype=float32))
+        >>> jmp.lax_sort(jnp.array([[3, 1, 2]]), 1)
+        Array([[1, 2, 3]], dtype=int32)
+    """
+    del is_stable  # always stable
+    op = "lax_sort"
+    single = not isinstance(operand, Sequence)
+    ops_in = [operand] if single else list(operand)
+    if not ops_in:
+        raise TypeError(f"jax_mergepath.{op}: operand is an empty sequence; sort needs at "
+                        f"least one array")
+    num_keys = static_int(num_keys, "num_keys", op)
+    if single and num_keys != 1:
+        raise ValueError(
+            f"jax_mergepath.{op}: num_keys must be 1 for a single array, got {num_keys}"
+        )
+    if not 1 <= num_keys <= len(ops_in):
+        raise ValueError(
+            f"jax_mergepath.{op}: num_keys must be an int in [1, {len(ops_in)}], got {num_keys!r}"
+        )
+    names = ["operand"] if single else [f"operand[{i}]" for i in range(len(ops_in))]
+    out = _lax_sort(ops_in, names, dimension, num_keys, op)
     return out[0] if single else tuple(out)
 
 
+def sort_key_val(
+    keys: ArrayLike, values: ArrayLike, dimension: int = -1, is_stable: bool = True
+) -> tuple[jax.Array, jax.Array]:
+    """Drop-in for ``jax.lax.sort_key_val``: sorts ``keys`` along ``dimension`` and moves
+    ``values`` (an array of the keys' shape) with them.
+
+    Always stable (ties keep their input order), which is a valid answer for
+    ``is_stable=False`` too. The key order is :func:`lax_sort`'s. For values of another shape
+    (trailing dimensions) or a pytree of values, see :func:`sort_by_key`.
+
+    Args:
+        keys: keys of a key dtype, >= 1-d.
+        values: an array of the keys' shape, any dtype.
+        dimension: the axis to sort along (a static int).
+        is_stable: accepted as in ``jax.lax.sort_key_val``; the sort is always stable.
+
+    Returns:
+        ``(sorted keys, values permuted with them)``.
+
+    Raises:
+        TypeError: keys of complex or non-key dtype, ``dimension`` not an int or traced (a
+            ``jax.jit`` argument: make it static).
+        ValueError: values not of the keys' shape, 0-d keys, dimension out of range.
+
+    Example:
+        >>> import jax.numpy as jnp, jax_mergepath as jmp
+        >>> jmp.sort_key_val(jnp.array([2, 0, 1, 0]), jnp.array([10, 11, 12, 13]))
+        (Array([0, 0, 1, 2], dtype=int32), Array([11, 13, 12, 10], dtype=int32))
+    """
+    del is_stable  # always stable
+    k, v = _lax_sort([keys, values], ["keys", "values"], dimension, 1, "sort_key_val")
+    return k, v
+
+
+SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")  # jnp.searchsorted's
+
+
 def searchsorted(
-    a: ArrayLike, v: ArrayLike, side: str = "left", *, sorted_v: bool = False
+    a: ArrayLike,
+    v: ArrayLike,
+    side: str = "left",
+    sorter: ArrayLike | None = None,
+    *,
+    method: str = "scan",
+    sorted_v: bool = False,
 ) -> jax.Array:
-    """Drop-in for ``jnp.searchsorted(a, v, side)``: where the queries ``v`` go in the sorted
-    ``a`` (the key order: NaN last, -0.0 == +0.0).
+    """Drop-in for ``jnp.searchsorted(a, v, side, sorter, method=...)``: where the queries
+    ``v`` go in the sorted ``a`` (the key order: NaN last, -0.0 == +0.0).
 
     ``side="left"`` counts the elements of ``a`` that precede a query, ``"right"`` those that
-    do not follow it. With ``sorted_v=True`` the queries are promised sorted along their last
-    axis; when that axis holds all of a row's queries (1-d ``v`` for 1-d ``a``, or
-    ``(*batch, q)``), the search is one merge-path pass over ``a`` and ``v`` instead of a binary
-    search per query (other query shapes are searched query by query, with the same result).
-    The pass reads all of ``a``: it pays when the queries are many. With a few queries a row
-    (64 in rows of 1024 keys, say) the default binary search reads less and runs faster.
+    do not follow it. ``sorter`` (as in ``jnp.searchsorted``) gives the order of an unsorted
+    ``a``: the search runs in ``a[sorter]``.
+
+    ``method`` takes ``jnp.searchsorted``'s values, with identical results: jnp picks between a
+    binary search in a ``lax.scan`` ('scan'), the same unrolled ('scan_unrolled'), a sort of
+    ``a`` and ``v`` together ('sort') and comparing every pair ('compare_all'); here every
+    method runs the same kernel, a binary search per query. The fast path for sorted queries
+    is ``sorted_v=True`` instead: the queries are promised sorted along their last axis, and
+    when that axis holds all of a row's queries (1-d ``v`` for 1-d ``a``, or ``(*batch, q)``),
+    the search is one merge-path pass over ``a`` and ``v`` (other query shapes are searched
+    query by query, with the same result). The pass reads all of ``a``: it pays when the
+    queries are many. With a few queries a row (64 in rows of 1024 keys, say) the binary
+    search reads less and runs faster.
 
     Args:
         a: the sorted array: 1-d, or (*batch, n) with one sorted row per batch entry.
         v: the queries: any shape for 1-d ``a``; else leading dimensions equal to the batch.
         side: "left" or "right".
+        sorter: None, or int positions of ``a``'s shape (a's batch shape and any row length)
+            that sort each row: the search runs in ``take_along_axis(a, sorter, -1)``
+            (``a[sorter]`` for 1-d ``a``; negative positions count from the end, positions
+            out of range are clamped, as jnp's indexing does).
+        method: 'scan' (default), 'scan_unrolled', 'sort' or 'compare_all', as in
+            ``jnp.searchsorted``; the same search for each (for sorted queries, use
+            ``sorted_v``).
         sorted_v: the queries are sorted ascending along their last axis (the result is
             unspecified, never out of bounds, when they are not).
 
@@ -320,18 +463,30 @@ def searchsorted(
 
     Raises:
         TypeError: complex or non-key dtypes (a and v are promoted to a common dtype first, as
-            ``jnp.searchsorted`` does).
-        ValueError: side not "left" / "right", 0-d a, mismatched batch dimensions.
+            ``jnp.searchsorted`` does), or a ``sorter`` that is not of an integer dtype.
+        ValueError: side not "left" / "right" or an unknown method (as
+            ``jnp.searchsorted``), 0-d a, mismatched batch dimensions, a ``sorter`` whose
+            leading dimensions are not a's.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
         >>> a = jnp.array([1, 2, 2, 3])
         >>> jmp.searchsorted(a, jnp.array([2, 0, 5])), jmp.searchsorted(a, 2, side="right")
         (Array([1, 0, 4], dtype=int32), Array(3, dtype=int32))
+        >>> jmp.searchsorted(jnp.array([3, 1, 2]), 2, sorter=jnp.array([1, 2, 0]))
+        Array(1, dtype=int32)
     """
     op = "searchsorted"
     if side not in ("left", "right"):
-        raise ValueError(f"jax_mergepath.{op}: side must be 'left' or 'right', got {side!r}")
+        raise ValueError(
+            f"jax_mergepath.{op}: invalid argument side={side!r}, expected 'left' or 'right'"
+        )
+    if method not in SEARCH_METHODS:
+        raise ValueError(
+            f"jax_mergepath.{op}: invalid argument method={method!r}, expected one of "
+            f"{list(SEARCH_METHODS)} (as jnp.searchsorted; every method runs the same search "
+            f"here: for sorted queries pass sorted_v=True)"
+        )
     if not isinstance(sorted_v, bool | np.bool_):
         raise TypeError(f"jax_mergepath.{op}: sorted_v must be a Python bool")
     a_arr = as_array(a, "a", op)
@@ -344,6 +499,11 @@ def searchsorted(
     a_arr = as_key_array(a_arr.astype(dtype), "a", op)
     v_arr = v_arr.astype(dtype)
     batch = a_arr.shape[:-1]
+    if sorter is not None:
+        a_arr = _apply_sorter(a_arr, sorter, op)
+    require_sorted(a_arr, "a" if sorter is None else "a[sorter]", op, False)
+    if sorted_v and v_arr.ndim > 0:
+        require_sorted(v_arr, "v (sorted_v=True)", op, False)
     if v_arr.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: v's leading dimensions must be a's batch shape {batch}, "
@@ -367,3 +527,15 @@ def searchsorted(
     )
     out = searchsorted_p.bind(a_arr, flat, right=side == "right", sorted_v=merge_path)
     return out.reshape(v_arr.shape)
+
+
+def _apply_sorter(a: jax.Array, sorter: ArrayLike, op: str) -> jax.Array:
+    """a's rows in the order `sorter` gives (jnp.searchsorted's a[sorter], row by row)."""
+    idx = as_array(sorter, "sorter", op)
+    check_int_dtype(idx, "sorter", op)
+    if idx.ndim != a.ndim or idx.shape[:-1] != a.shape[:-1]:
+        raise ValueError(
+            f"jax_mergepath.{op}: sorter must have a's batch shape {a.shape[:-1]} followed by "
+            f"one row axis, got sorter of shape {idx.shape} for a of shape {a.shape}"
+        )
+    return jnp.take_along_axis(a, idx, axis=-1, mode="clip")  # (negative ones count from the end)

@@ -309,10 +309,14 @@ def ref_merge_by_key(
     *,
     axis: int = -1,
     descending: bool = False,
+    a_length: Any = None,
+    b_length: Any = None,
 ) -> tuple[np.ndarray, Any]:
+    """ref_merge's permutation (ragged rows too) applied to the keys and the value pytrees."""
     a_keys = np.asarray(a_keys)
     axis = _axis(axis, a_keys.ndim)
-    keys, perm = ref_merge(a_keys, b_keys, axis=axis, descending=descending)
+    keys, perm = ref_merge(a_keys, b_keys, axis=axis, descending=descending, a_length=a_length,
+                           b_length=b_length)
     return keys, gather_values(a_values, b_values, perm, axis)
 
 
