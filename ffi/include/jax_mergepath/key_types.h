@@ -42,7 +42,7 @@ auto visit_key_type(KeyType type, F&& f) {
   }
 }
 
-JMP_HD inline constexpr bool is_signed_integer(KeyType type) {
+JMP_HD constexpr bool is_signed_integer(KeyType type) {
   return type == KeyType::kS8 || type == KeyType::kS16 || type == KeyType::kS32 ||
          type == KeyType::kS64;
 }
