@@ -91,9 +91,7 @@ def require_cuda_target(target: str, op: str) -> None:
 # buffer against the exact size. The same arithmetic (+, *, // by constants, min) serves
 # concrete and symbolic L.
 DimSize = Any  # an int, or a symbolic dimension of jax.export
-
-
-Terms = tuple[tuple[int, int, bool], ...]
+Terms = tuple[tuple[int, int, bool], ...]  # (multiplier, divisor, at_most_one) a term
 
 
 def _per_row(terms: Terms, length: DimSize) -> DimSize:
