@@ -9,6 +9,7 @@ ImportError that says how to build. Targets are registered for platform "cpu" an
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -82,61 +83,48 @@ def require_cuda_target(target: str, op: str) -> None:
         )
 
 
-def merge_workspace_elements(
-    key_bytes: int, payload: int, value_bytes: int, rows: int, m: int, n: int
-) -> int:
-    """int32 elements of the CUDA merge's partition workspace (tile policy from tuning.h)."""
-    return int(_cpu.merge_workspace_elements(key_bytes, payload, value_bytes, rows, m, n))
-
-
-def sort_partition_elements(
-    key_bytes: int, payload: int, value_bytes: int, rows: int, length: int
-) -> int:
-    """int32 elements of the CUDA sort's partition workspace (tuning.h)."""
-    return int(_cpu.sort_partition_elements(key_bytes, payload, value_bytes, rows, length))
-
-
-# Symbolic shapes (jax.export shape polymorphism): the exact sizes above need concrete dims, so
-# a workspace of symbolic shape gets an upper bound per batch row written in dimension
-# arithmetic (+, *, // by constants). The handlers only require at least the exact size
-# (tests/test_export.py checks the bounds against the exact sizes).
+# The CUDA workspaces, sized at lowering time from the row length alone (no device; under
+# jax.export possibly a symbolic dimension): tuning.h's bound per row, which the _cpu module
+# exports as (multiplier, divisor, at_most_one) terms: a row of L elements needs at most the sum
+# of multiplier * q, q = L // divisor (at_most_one: min(q, 1)) int32, whatever the number of
+# rows (so a shard of a batch-sharded call has enough in its rows' part). The handlers check the
+# buffer against the exact size. The same arithmetic (+, *, // by constants, min) serves
+# concrete and symbolic L.
 DimSize = Any  # an int, or a symbolic dimension of jax.export
+Terms = tuple[tuple[int, int, bool], ...]  # (multiplier, divisor, at_most_one) a term
 
 
-def _payload_bytes(payload: int, value_bytes: int) -> int:
-    """key_types.h's payload_bytes: 0 (none), the value's bytes (value), else 4 (int32)."""
-    return 0 if payload == 0 else (value_bytes if payload == 2 else 4)
+def _per_row(terms: Terms, length: DimSize) -> DimSize:
+    total: DimSize = 0
+    for multiplier, divisor, at_most_one in terms:
+        q = length // divisor
+        total = total + multiplier * (jax.core.min_dim(q, 1) if at_most_one else q)
+    return total
+
+
+@functools.cache
+def _merge_terms(key_bytes: int, payload: int, value_bytes: int) -> Terms:
+    return tuple(_cpu.merge_workspace_bound(key_bytes, payload, value_bytes))
+
+
+@functools.cache
+def _sort_terms(key_bytes: int, payload: int, value_bytes: int) -> Terms:
+    return tuple(_cpu.sort_workspace_bound(key_bytes, payload, value_bytes))
 
 
 def merge_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize
 ) -> DimSize:
-    """An upper bound of merge_workspace_elements per row merging `length` outputs: the
-    splits of a tiled row, B = ceil(length / tile) + 1, and the partition's chain flags and
-    masks (a flag and one mask word a partition block of 8 boundaries sharing one, up to 4096
-    boundaries; a flag and 8 words a block of 256 past that: at most B in all, so 2 B a row
-    bounds both; a packed row needs 1 for the batch)."""
-    tile = int(_cpu.merge_tile_for(key_bytes, payload, value_bytes))
-    return 2 * ((length + tile - 1) // tile + 1)
+    """int32 elements a row of the CUDA merge's partition workspace, for rows of `length`
+    outputs (searchsorted's sorted queries: a ranks payload)."""
+    return _per_row(_merge_terms(key_bytes, int(payload), value_bytes), length)
 
 
-def sort_partition_per_row(
+def sort_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize
 ) -> DimSize:
-    """An upper bound of sort_partition_elements per row of `length` keys. A tile map of run
-    pairs of width W (sort tile <= W / 2 < length) has P = ceil(length / W) pairs of at most W
-    outputs, T = ceil(min(length, W) / tile) tiles each: P (T + 1) boundaries, at most
-    2 length / tile + 2 length / sort tile + 2. A two-way pass has one such map on the merge
-    tile; a quad pass two on the quad tile, the second with 3 int32 a boundary."""
-    carried = _payload_bytes(payload, value_bytes)  # a pass carries the payload as values
-    merge = int(_cpu.merge_tile(key_bytes, carried))
-    quad = int(_cpu.quad_tile(key_bytes, carried))
-    sort = int(_cpu.sort_tile(key_bytes, carried))
-
-    def boundaries(tile: int) -> DimSize:
-        return 2 * ((length + tile - 1) // tile) + 2 * ((length + sort - 1) // sort) + 2
-
-    return boundaries(merge) + 4 * boundaries(quad)
+    """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys."""
+    return _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
 
 
 def export_disabled_checks() -> list[jax.export.DisabledSafetyCheck]:

@@ -4,17 +4,16 @@ call on batch-sharded operands device by device, with no collectives.
 
 Contract: operands and results of a call share their leading `num_batch_dims` dimensions (the
 batch rows; the kernels treat rows independently), so a shard of rows is a valid call on its
-own; workspace results are (*batch, per_row), so each shard gets its rows' part. Targets are
-registered as batch partitionable in _ffi.py.
+own; workspace results are (*batch, per_row), per_row enough for a row whatever the number of
+rows (_ffi.py), so each shard gets its rows' part. Targets are registered as batch
+partitionable in _ffi.py.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import jax
-from jax.core import ShapedArray
 from jax.interpreters import mlir
 
 try:  # jax's own rule builder for batch-partitionable custom calls under Shardy
@@ -29,14 +28,6 @@ except ImportError:  # pragma: no cover - a jax without it: no Shardy rule, GSPM
 def is_static(shape: Sequence) -> bool:
     """No symbolic dimension (jax.export shape polymorphism) in shape."""
     return not any(jax.export.is_symbolic_dim(d) for d in shape)
-
-
-def row_workspace(batch_shape: tuple[int, ...], elements: int, dtype) -> ShapedArray:
-    """A workspace of at least `elements` elements, shaped (*batch_shape, per_row) (concrete
-    shapes; a symbolic workspace is sized per row by its caller)."""
-    rows = math.prod(batch_shape)
-    per_row = max(1, -(-elements // max(rows, 1)))
-    return ShapedArray((*batch_shape, per_row), dtype)
 
 
 def _shardy_rule(ctx, num_batch_dims: int, avals_in, avals_out):

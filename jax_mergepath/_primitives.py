@@ -37,7 +37,7 @@ from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
 from jax_mergepath._gather import concatenate_bits, take_along_bits
-from jax_mergepath._lowering import batch_dims_of, ffi_call, is_static, row_workspace
+from jax_mergepath._lowering import batch_dims_of, ffi_call
 
 
 class Payload(enum.IntEnum):  # key_types.h's PayloadKind
@@ -100,31 +100,22 @@ def _value_bytes(payload: int, values_aval) -> int:
     return values_aval.dtype.itemsize if payload == Payload.VALUE else 0
 
 
-def _rows(aval) -> int:
-    return int(np.prod(aval.shape[:-1], dtype=np.int64))
-
-
 def _merge_splits(
-    batch: tuple, key_bytes: int, payload: int, value_bytes: int, m: _ffi.DimSize, n: _ffi.DimSize
+    batch: tuple, key_bytes: int, payload: int, value_bytes: int, length: _ffi.DimSize
 ) -> ShapedArray:
-    """The CUDA merge's int32 partition workspace (*batch, per_row) for rows merging m with n:
-    tuning.h's exact size for concrete shapes, an upper bound per row for symbolic ones."""
-    if is_static((*batch, m, n)):
-        rows = int(np.prod(batch, dtype=np.int64))
-        elements = _ffi.merge_workspace_elements(key_bytes, payload, value_bytes, rows, m, n)
-        return row_workspace(batch, elements, np.int32)
-    per_row = _ffi.merge_workspace_per_row(key_bytes, payload, value_bytes, m + n)
+    """The CUDA merge's int32 partition workspace (*batch, per_row) for rows of `length`
+    outputs (concrete or symbolic)."""
+    per_row = _ffi.merge_workspace_per_row(key_bytes, payload, value_bytes, length)
     return ShapedArray((*batch, per_row), np.int32)
 
 
 def _merge_cuda_lowering(ctx, *args, descending, payload, runs, full_rows):
     _ffi.require_cuda_target("jmp_merge", "merge_runs" if runs else "merge")
     a_aval, b_aval = ctx.avals_in[0], ctx.avals_in[1]
-    m = a_aval.shape[-1]
-    n = 0 if runs else b_aval.shape[-1]
+    length = a_aval.shape[-1] if runs else a_aval.shape[-1] + b_aval.shape[-1]
     splits = _merge_splits(
         a_aval.shape[:-1], a_aval.dtype.itemsize, payload,
-        _value_bytes(payload, ctx.avals_in[-1]), m, n,
+        _value_bytes(payload, ctx.avals_in[-1]), length,
     )
     return ffi_call(
         ctx, "jmp_merge", *args, workspace=(splits,), num_batch_dims=batch_dims_of(a_aval),
@@ -281,15 +272,10 @@ def _sort_cpu_lowering(ctx, *args, descending, payload):
 def _sort_cuda_lowering(ctx, *args, descending, payload):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
-    key_bytes, value_bytes = keys.dtype.itemsize, _value_bytes(payload, ctx.avals_in[-1])
-    if is_static(keys.shape):
-        elements = _ffi.sort_partition_elements(
-            key_bytes, payload, value_bytes, _rows(keys), keys.shape[-1]
-        )
-        splits = row_workspace(keys.shape[:-1], elements, np.int32)
-    else:  # symbolic shapes: an upper bound per row
-        per_row = _ffi.sort_partition_per_row(key_bytes, payload, value_bytes, keys.shape[-1])
-        splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
+    per_row = _ffi.sort_workspace_per_row(
+        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1]
+    )
+    splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
     workspace = (*_sort_workspace(ctx, payload), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
@@ -342,11 +328,10 @@ def _searchsorted_cuda_lowering(ctx, a, v, *, right, sorted_v):
     _ffi.require_cuda_target("jmp_searchsorted", "searchsorted")
     a_aval, v_aval = ctx.avals_in
     # Sorted queries run as a merge of (v, a) ("left") or (a, v) ("right") with int32 ranks.
-    m, n = (a_aval.shape[-1], v_aval.shape[-1]) if right else (v_aval.shape[-1], a_aval.shape[-1])
     ranks = Payload.RANKS_OF_B if right else Payload.RANKS_OF_A
     batch = a_aval.shape[:-1]
     workspace = (
-        _merge_splits(batch, a_aval.dtype.itemsize, ranks, 0, m, n)
+        _merge_splits(batch, a_aval.dtype.itemsize, ranks, 0, a_aval.shape[-1] + v_aval.shape[-1])
         if sorted_v
         else ShapedArray((*batch, 1), np.int32),
     )

@@ -185,7 +185,8 @@ def test_gpu_searchsorted_around_the_ranks_tile(rng):
     takes the partition pass (over it)."""
     threads, items, min_blocks = _cpu.merge_shape_for(4, 4, 0)  # int32 keys, ranks of B
     tile = threads * items
-    self_split_tiles = 4 * 132 * min_blocks  # tuning.h kSelfSplitMaxWaves * kSelfSplitSms
+    # tuning.h merge_searching_tiles_most: kSelfSplitMaxWaves (4) waves on the device's SMs
+    self_split_tiles = max(4 * jax.devices()[0].core_count * min_blocks, 1024)
     totals = (tile - 1, tile, tile + 1, 2 * tile + 1, (self_split_tiles - 7) * tile + 3,
               (self_split_tiles + 300) * tile + 1)
     for total in totals:

@@ -2,8 +2,10 @@
 # (docs/architecture.md: CPU CI tests the index arithmetic the GPU depends on): the rows kernel's
 # shape (tuning.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for every
 # key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
-# quad_co_rank); and which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
-# only where it leaves fewer passes).
+# quad_co_rank); which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
+# only where it leaves fewer passes); and that the CUDA workspaces' per-row bounds (tuning.h
+# merge_workspace_bound, sort_workspace_bound, as Python evaluates them) are never below the
+# exact sizes the handlers check.
 from __future__ import annotations
 
 import math
@@ -11,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from jax_mergepath import _cpu
+from jax_mergepath import _cpu, _ffi
 
 MAX_ROWS_PER_BLOCK = 256  # tuning.h kMaxRowsPerTile
 
@@ -143,3 +145,69 @@ def test_cuda_sort_takes_the_wide_tile_only_where_it_saves_a_pass(
     assert (threads * items != tile) == wide
     if wide:  # fewer passes: ceil(levels / 2) with quads (a two-way pass for an odd count)
         assert (_levels(threads * items, length) + 1) // 2 < (_levels(tile, length) + 1) // 2
+
+
+# (payload kind, value bytes) of a sort: none, argsort's positions, values of 1-8 bytes.
+SORT_PAYLOADS = [(0, 0), (1, 0), (2, 1), (2, 2), (2, 4), (2, 8)]
+# Batch rows: one and a few, around the partition's warp / thread crossover (4096 boundaries),
+# and enough that rows of a few tiles take quad passes and the wide block sort.
+BOUND_ROWS = (1, 2, 3, 7, 100, 1000, 4095, 4097, 2**14, 2**17)
+
+
+def _lengths_around(*tiles: int) -> set[int]:
+    """Row lengths at and beside multiples of each tile, half tiles and powers of two, and a few
+    large ones (sorts of several quad passes)."""
+    near = {k * t // 2 + e for t in tiles for k in (1, 2, 3, 4, 6, 9) for e in (-1, 0, 1)}
+    powers = {2**p + e for p in range(10, 22, 3) for e in (-1, 0, 1)}
+    return {n for n in near | powers if n >= 0} | {0, 1, 2, 2**27 + 5, 143 * 2**20, 2**29 + 3}
+
+
+@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize(("payload", "value_bytes"), PAYLOADS, ids=str)
+def test_merge_workspace_bound_covers_the_exact_size(key_bytes, payload, value_bytes):
+    # rows * per_row(L) >= the exact size for any rows: full rows, ragged rows (valid lengths
+    # given) and merge_runs rows; packed rows (no partition) need nothing.
+    threads, items, _ = _cpu.merge_shape_for(key_bytes, payload, value_bytes)
+    tile = threads * items
+    packed = tile // 2 if payload >= 3 else tile  # merge_packed_length
+    shapes = [(False, False)] if payload >= 3 else [(False, False), (True, False), (False, True)]
+    for length in sorted(_lengths_around(tile, 7 * tile, 255 * tile)):
+        bound = _ffi.merge_workspace_per_row(key_bytes, payload, value_bytes, length)
+        if length < packed:
+            assert bound == 0, length
+        if length >= 16 * tile:  # and a small part of the keys' memory
+            assert 4 * bound <= length * key_bytes / 64, (length, bound)
+        for rows in BOUND_ROWS:
+            for ragged, runs in shapes:
+                m = length // 3
+                exact = _cpu.merge_workspace_elements(
+                    key_bytes, payload, value_bytes, rows, m, length - m, ragged, runs
+                )
+                assert rows * bound >= exact, (rows, length, ragged, runs, bound, exact)
+                if length <= packed:
+                    assert exact == 0, (rows, length)
+
+
+@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize(("payload", "value_bytes"), SORT_PAYLOADS, ids=str)
+def test_sort_workspace_bound_covers_the_exact_size(key_bytes, payload, value_bytes):
+    # rows * per_row(L) >= the largest pass's exact size for any rows, two-way and quad passes
+    # after the narrow or the wide block sort; rows of one block tile (no passes) need nothing.
+    carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)
+    block = int(_cpu.sort_tile(key_bytes, carried))
+    merge = int(_cpu.merge_tile(key_bytes, carried))
+    wide = math.prod(_cpu.cuda_sort_shape(key_bytes, carried, 1, 2**29 + 3))
+    quads_seen = 0
+    for length in sorted(_lengths_around(block, merge, wide, 255 * 33, 255 * 13, 255 * 11)):
+        bound = _ffi.sort_workspace_per_row(key_bytes, payload, value_bytes, length)
+        if length < min(block, merge):  # (no constant per row)
+            assert bound == 0, length
+        if length >= 16 * block:  # and a small part of the keys' memory
+            assert 4 * bound <= length * key_bytes / 64, (length, bound)
+        for rows in BOUND_ROWS:
+            exact = _cpu.sort_partition_elements(key_bytes, payload, value_bytes, rows, length)
+            assert rows * bound >= exact, (rows, length, bound, exact)
+            if length <= block:
+                assert exact == 0, (rows, length)
+            quads_seen += rows * length * (key_bytes + carried) >= 2**28
+    assert quads_seen  # the grid reaches the quad-pass sizes

@@ -132,7 +132,7 @@ void merge_batch(const MergeCall& call) {
   struct Anchor {
     int64_t merge, k, split;
   };
-  Anchor anchors[ChunkPlan::kMaxChunks + 1];
+  Anchor anchors[kMaxHostChunks + 1];  // plan.chunks <= kMaxHostChunks
   for (int64_t c = 0; c <= plan.chunks; ++c) {
     const int64_t t = plan.begin(c);
     Anchor& an = anchors[c];

@@ -1,5 +1,6 @@
 // parallel_for.h: split [0, count) into contiguous chunks over host threads. Work below
-// `serial_below` units runs on the calling thread (thread start-up costs more than it saves).
+// `serial_below` units runs on the calling thread (thread start-up costs more than it saves); a
+// call uses at most kMaxHostChunks threads (the knobs: tuning.h kSerialBelow, kMaxHostChunks).
 // Never throws: a chunk whose thread cannot be started runs on the calling thread.
 #pragma once
 
@@ -8,14 +9,12 @@
 #include <thread>
 #include <vector>
 
-namespace jax_mergepath {
+#include "jax_mergepath/tuning.h"
 
-// Work below this many elements runs on the calling thread.
-inline constexpr int64_t kSerialBelow = int64_t{1} << 17;
+namespace jax_mergepath {
 
 // How [0, count) is cut: chunk c is [c * size, min(count, (c + 1) * size)).
 struct ChunkPlan {
-  static constexpr int64_t kMaxChunks = 256;
   int64_t count = 0, chunks = 0, size = 0;
   int64_t begin(int64_t c) const { return std::min(count, c * size); }
   int64_t end(int64_t c) const { return std::min(count, (c + 1) * size); }
@@ -24,7 +23,7 @@ struct ChunkPlan {
 inline ChunkPlan plan_chunks(int64_t count, int64_t work_per_item, int64_t serial_below) {
   const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
   int64_t chunks = count * work_per_item < serial_below ? 1 : std::min(hw, count);
-  chunks = std::max<int64_t>(1, std::min(chunks, ChunkPlan::kMaxChunks));
+  chunks = std::max<int64_t>(1, std::min(chunks, kMaxHostChunks));
   ChunkPlan plan;
   plan.count = count;
   plan.size = std::max<int64_t>(1, (count + chunks - 1) / chunks);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
 #include "cpu_entry.h"
 #include "parallel_for.h"
 
@@ -15,7 +16,7 @@ void co_rank_cpu(const CoRankCall& call) {
     using Bits = typename Traits::Bits;
     const Bits flip = order_mask<Traits>(call.key_type, call.descending);
     const int64_t total = call.rows * call.queries;
-    parallel_for(total, 32, kSerialBelow, [&](int64_t begin, int64_t end) {
+    parallel_for(total, kQueryWork, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t q = begin; q < end; ++q) {
         const int64_t row = q / call.queries;
         const Bits* a = static_cast<const Bits*>(call.a) + row * call.m;
@@ -57,7 +58,7 @@ void searchsorted_cpu(const SearchCall& call) {
     using Bits = typename Traits::Bits;
     const Bits mask = order_mask<Traits>(call.key_type, false);
     const int64_t total = call.rows * call.queries;
-    parallel_for(total, 32, kSerialBelow, [&](int64_t begin, int64_t end) {
+    parallel_for(total, kQueryWork, kSerialBelow, [&](int64_t begin, int64_t end) {
       for (int64_t q = begin; q < end; ++q) {
         const int64_t row = q / call.queries;
         const Bits* a = static_cast<const Bits*>(call.a) + row * call.length;

@@ -4,9 +4,10 @@
 // rows up to half a tile) or the packed kernel (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
 // tiles search their own splits beside the pass, tuning.h merge_early_tiles; small batches
 // without order checks launch the tiled kernel alone, every block searching its own,
-// merge_splits_in_tiles). No allocation, no host sync: the partition workspace is the caller's
-// merge_workspace_elements() int32 (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's
-// passes (sort_cuda.cu) and the tile sweeps (tests/gpu).
+// merge_splits_in_tiles; how many tiles may, by the device's SMs: call.sms). No allocation, no
+// host sync: the partition workspace is the caller's merge_workspace_elements() int32
+// (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the
+// sweeps (perf/sweeps).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -88,8 +89,9 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   }
   const TileMap map = tile_map(layout, kTile);
   if (map.tiles() >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  const bool self_split = merge_splits_in_tiles(layout, kPayload, map, Policy::kMinBlocks);
-  const int64_t early_tiles = merge_early_tiles(layout, map, Policy::kMinBlocks);
+  const bool self_split =
+      merge_splits_in_tiles(layout, kPayload, map, Policy::kMinBlocks, call.sms);
+  const int64_t early_tiles = merge_early_tiles(layout, map, Policy::kMinBlocks, call.sms);
   if (!self_split) {
     if (cudaError_t err = launch_partition<Traits>(call, map, workspace, stream, early_tiles > 0);
         err != cudaSuccess) {

@@ -98,8 +98,7 @@ __device__ __forceinline__ TileRanges tile_ranges_searched(
 // merge, 292 for int64 + int32), kFlagsALane independent loads a lane at a time, so a tile waits
 // for one load, not one per flag. The two blocks at its ends may hold other merges' pairs too:
 // lanes 0 and 1 read their flags beside the others and, only where one is set (unsorted input),
-// the block's mask of broken pairs.
-inline constexpr int kFlagsALane = 8;
+// the block's mask of broken pairs. (kFlagsALane: tuning.h.)
 
 __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags, int64_t tile_id,
                                                       const TileMap& map) {

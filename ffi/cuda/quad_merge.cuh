@@ -35,11 +35,6 @@
 
 namespace jax_mergepath {
 
-// Blocks of 64 threads spread a quad split of a few thousand boundaries (2^24 sorts: ~6000, 24
-// blocks of 256) over more SMs: 2^24 int64 / float64 + int32 quad passes 2.5-3% faster, their
-// partitions 46-59 -> 42-52 us; 2^27 int32 unchanged (benchmarks/h200_partition_threads_ab.txt).
-inline constexpr int kQuadPartitionThreads = 64;
-
 // The four runs of quad `g` (the geometry of the run pair (X, Y) of width 2 w): their lengths.
 struct QuadRuns {
   int64_t la, lb, lc, ld;
@@ -149,9 +144,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
   const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
   int loc[4];
-  // 4-byte keys alone: 16-byte chunks (quad_sweep, H100, int32 2^27: 588 us at 256 x 33 against
-  // 688 us packed at 256 x 19); values, and 8-byte keys (chunked 539 against 542 us: no gain),
-  // packed elements.
+  // 4-byte keys alone: 16-byte chunks; values, and 8-byte keys, packed elements (chunks gained
+  // them nothing: docs/performance.md, "16-byte chunked quad loads").
   if constexpr (!kValues && sizeof(Bits) == 4) {
     load_ranges_chunked<kThreads, kThreads * kItems, 4>(in, start, count, keys, loc);
   } else {

@@ -2,14 +2,15 @@
 //   co_rank: one thread per query; reads stay inside each row; k is clamped to [0, m + n];
 //   is_sorted: rows start true (a memset node), a thread that finds an out-of-order neighbour
 //   pair clears its row's flag, once a row (all writers store the same 0, so the race is
-//   benign); a thread checks a chunk of 16 keys (16-byte loads), chunks of rows already found
-//   unsorted are not read;
+//   benign); a thread checks a chunk of tuning.h's kIsSortedChunk keys (16-byte loads), chunks
+//   of rows already found unsorted are not read;
 //   searchsorted: one thread per query (a binary search, co_rank_search), or, for sorted
 //   queries, one merge path (merge_cuda with a ranks payload).
 #include <cuda_runtime.h>
 
 #include "grid_launch.cuh"
 #include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
 #include "cuda_entry.h"
 
 namespace jax_mergepath {
@@ -32,10 +33,9 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
 
 // One thread checks kIsSortedChunk consecutive keys of the flattened (rows, length) array and
 // the pair that crosses into the next chunk, loading them with 16-byte loads when the array is
-// 16-byte aligned: one row division and one flag read per chunk instead of per pair (ncu: the
-// per-pair kernel was latency bound, 9.5% of DRAM on 2^26 keys). Pairs that cross a row end are
+// 16-byte aligned: one row division and one flag read per chunk instead of per pair (a thread a
+// pair was latency bound: docs/performance.md, "Row sorts"). Pairs that cross a row end are
 // skipped; a chunk whose row is already known unsorted reads no keys.
-inline constexpr int kIsSortedChunk = 16;
 
 template <typename Traits>
 __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
@@ -69,8 +69,8 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
     for (int c = 0; c < kKeys; ++c) key[c] = c < valid ? __ldg(x + e0 + c) : Bits(0);
   }
   // A thread clears a row's flag at most once, when it leaves the row and at the end: a store
-  // for every out-of-order pair sent up to 16 stores a thread to one flag (docs/performance.md: a
-  // 2^20 int32 sort 141 -> 126 us a call on an H100).
+  // for every out-of-order pair sent up to kIsSortedChunk stores a thread to one flag
+  // (docs/performance.md, "is_sorted stores a row flag once a thread").
   bool unsorted = false;
 #pragma unroll
   for (int c = 0; c + 1 < kKeys; ++c) {
@@ -109,12 +109,11 @@ cudaError_t searchsorted_cuda(const SearchCall& call, int32_t* splits, cudaStrea
   const int64_t total = call.rows * call.queries;
   if (total == 0) return cudaSuccess;
   if (call.sorted_queries) return merge_cuda(search_as_merge(call), splits, stream);
-  constexpr int kThreads = 256;
-  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  const int64_t blocks = ceil_div(total, kQueryThreads);
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   return visit_key_type(call.key_type, [&](auto traits) {
     auto* kernel = searchsorted_kernel<decltype(traits)>;
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call);
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call);
   });
 }
 
@@ -125,14 +124,13 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
   }
   const int64_t total = call.rows * call.length;
   if (call.length < 2) return cudaSuccess;
-  constexpr int kThreads = 256;
   const int64_t chunks = ceil_div(total, kIsSortedChunk);
-  const int64_t blocks = ceil_div(chunks, kThreads);
+  const int64_t blocks = ceil_div(chunks, kQueryThreads);
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     auto* kernel = is_sorted_kernel<Traits>;
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kThreads, stream, call,
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
                          order_mask<Traits>(call.key_type, call.descending));
   });
 }
@@ -140,12 +138,12 @@ cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
 cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream) {
   const int64_t total = call.rows * call.queries;
   if (total == 0) return cudaSuccess;
-  constexpr int kThreads = 256;
-  const unsigned blocks = static_cast<unsigned>((total + kThreads - 1) / kThreads);
+  const int64_t blocks = ceil_div(total, kQueryThreads);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
   return visit_key_type(call.key_type, [&](auto traits) {
     using Traits = decltype(traits);
     auto* kernel = co_rank_kernel<Traits>;
-    return launch_kernel(kernel, blocks, kThreads, stream, call,
+    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
                          order_mask<Traits>(call.key_type, call.descending));
   });
 }

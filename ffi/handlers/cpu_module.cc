@@ -81,6 +81,15 @@ static nb::capsule capsule_of(Fn* fn) {
   return nb::capsule(reinterpret_cast<void*>(fn));
 }
 
+static nb::list bound_terms(const jax_mergepath::WorkspaceBound& bound) {
+  nb::list terms;
+  for (int i = 0; i < bound.count; ++i) {
+    const jax_mergepath::WorkspaceTerm& term = bound.terms[i];
+    terms.append(nb::make_tuple(term.multiplier, term.divisor, term.at_most_one));
+  }
+  return terms;
+}
+
 NB_MODULE(_cpu, m) {
   m.def("registrations", []() {
     nb::dict d;
@@ -91,15 +100,26 @@ NB_MODULE(_cpu, m) {
     d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
     return d;
   });
-  // The tuning table (tuning.h), for the Python workspace sizing and the tests' sizes.
-  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
+  // The tuning table (tuning.h): the workspace bounds that shape the CUDA workspaces (_ffi.py),
+  // and what the tests check the kernels' arithmetic with.
   m.def(
-      "merge_tile_for",
+      "merge_workspace_bound",
       [](int key_bytes, int payload, int value_bytes) {
-        return jax_mergepath::merge_tile_for(
-            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes);
+        return bound_terms(jax_mergepath::merge_workspace_bound(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes));
       },
-      "outputs per tile of the CUDA merge of a key width and payload kind");
+      "[(multiplier, divisor, at_most_one), ...]: the CUDA merge's int32 workspace a row of L "
+      "outputs is at most the sum of multiplier * q, q = L // divisor (at_most_one: min(q, 1)), "
+      "for any number of rows (tuning.h merge_workspace_bound)");
+  m.def(
+      "sort_workspace_bound",
+      [](int key_bytes, int payload, int value_bytes) {
+        return bound_terms(jax_mergepath::sort_workspace_bound(
+            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes));
+      },
+      "[(multiplier, divisor, at_most_one), ...]: the same for the CUDA sort of rows of L keys "
+      "(tuning.h sort_workspace_bound)");
+  m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
   m.def(
       "merge_shape_for",
       [](int key_bytes, int payload, int value_bytes) {
@@ -110,19 +130,23 @@ NB_MODULE(_cpu, m) {
       "(threads, items, min_blocks) of the CUDA merge of a key width and payload kind");
   m.def("sort_tile", &jax_mergepath::sort_tile, "keys per block-sort tile");
   m.def(
-      "quad_tile",
-      [](int key_bytes, int payload_bytes) {
-        return jax_mergepath::quad_shape(key_bytes, payload_bytes).tile;
-      },
-      "outputs per tile of a sort's quad (four-way) pass");
-  m.def(
       "merge_workspace_elements",
-      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t m, int64_t n) {
-        return jax_mergepath::merge_workspace_elements(
-            key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes,
-            jax_mergepath::rows_layout(rows, m, n));
+      [](int key_bytes, int payload, int value_bytes, int64_t rows, int64_t m, int64_t n,
+         bool ragged, bool runs) {
+        namespace jmp = jax_mergepath;
+        // The layout's valid lengths are only tested for null here (never read): any pointer.
+        static const int32_t some_lengths[1] = {0};
+        jmp::MergeLayout layout = jmp::rows_layout(rows, m, n);
+        if (runs) {
+          layout = {jmp::RowMode::kRuns, rows, m + n, 0, some_lengths, nullptr, nullptr};
+        } else if (ragged) {
+          layout.a_valid = layout.b_valid = some_lengths;
+        }
+        return jmp::merge_workspace_elements(
+            key_bytes, static_cast<jmp::PayloadKind>(payload), value_bytes, layout);
       },
-      "int32 elements of the CUDA merge's partition workspace (rows merging m with n)");
+      "int32 elements of the CUDA merge's partition workspace (rows merging m with n: full "
+      "rows, ragged rows, or merge_runs rows of m + n); test hook of the exact size");
   m.def(
       "merge_rows_shape",
       [](int threads, int tile_items, int64_t row_length) {
@@ -188,5 +212,5 @@ NB_MODULE(_cpu, m) {
             key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, rows,
             length);
       },
-      "int32 elements of the CUDA sort's partition workspace");
+      "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
 }

@@ -1,12 +1,14 @@
 // cuda_module.cc: XLA FFI handlers for the CUDA backend and the nanobind module `_cuda`
 // (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and validate
 // buffers (common.h) and call the plain launch functions of ffi/cuda/; the stream is XLA's, the
-// partition workspace is the call's last result, nothing allocates or syncs (graph-safe).
+// partition workspace is the call's last result, nothing allocates or syncs (graph-safe). The
+// device's SM count is read once a device (device_sms.h) and passed down in the call.
 #include <nanobind/nanobind.h>
 
 #include <string>
 
 #include "../cuda/cuda_entry.h"
+#include "../cuda/device_sms.h"
 #include "common.h"
 #include "jax_mergepath/tuning.h"
 
@@ -26,6 +28,9 @@ ffi::Error MergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b
   auto call = decode_merge(a, b, a_valid, b_valid, values, out, extra, descending, payload, runs,
                            full_rows);
   if (!call.has_value()) return call.error();
+  if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
+    return cuda_error(runs ? "merge_runs" : "merge", err);
+  }
   // The workspace is the last result, after the payload output (if any).
   auto ws = extra.get<ffi::AnyBuffer>(extra.size() - 1);
   if (extra.empty() || !ws.has_value()) {
@@ -72,6 +77,9 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   size_t used = 0;
   auto call = decode_sort(keys, values, out, extra, descending, payload, used);
   if (!call.has_value()) return call.error();
+  if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
+    return cuda_error("sort", err);
+  }
   const int64_t need = sort_partition_elements(
       static_cast<int>(ffi::ByteWidth(keys.element_type())), call->payload, call->value_bytes,
       call->rows, call->length);
@@ -90,6 +98,9 @@ ffi::Error SearchsortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyB
                                 bool right, bool sorted_v) {
   auto call = decode_search(a, v, out, right, sorted_v);
   if (!call.has_value()) return call.error();
+  if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
+    return cuda_error("searchsorted", err);
+  }
   const MergeCall merge = search_as_merge(*call);
   const int64_t need =
       sorted_v ? merge_workspace_elements(static_cast<int>(ffi::ByteWidth(a.element_type())),

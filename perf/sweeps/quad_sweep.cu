@@ -152,6 +152,7 @@ jmp::MergeCall pass_call(Data<typename Traits::Bits, Value>& d, int64_t width, c
   sc.rows = 1;
   sc.length = d.total;
   sc.row_sorted = nullptr;
+  sc.sms = device_sms();
   return jmp::sort_pass(sc, width, in, out, vin, vout,
                         kPayload == jmp::PayloadKind::kValue ? int(sizeof(Value)) : 0);
 }

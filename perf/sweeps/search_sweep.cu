@@ -45,6 +45,7 @@ void run(Inputs& in, bool right, int repeats) {
   s.a = in.d_a;
   s.v = in.d_v;
   s.out = in.d_out;
+  s.sms = device_sms();
   const jmp::MergeCall call = jmp::search_as_merge(s);
   auto go = [&] {
     if (right) {

@@ -1,7 +1,8 @@
 // sweep_timing.cuh: what the GPU sweep programs (tile_sweep.cu, sort_sweep.cu) share: CHECK_CUDA
-// (every CUDA call checked; a failure prints the call and exits 1) and time_ms (device time of
+// (every CUDA call checked; a failure prints the call and exits 1), time_ms (device time of
 // f() between CUDA events recorded on `stream`: `warmups` untimed calls, then the median of
-// `repeats` timed ones).
+// `repeats` timed ones) and device_sms (the current device's SMs, as the FFI handlers pass them
+// in MergeCall::sms).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "../../ffi/cuda/device_sms.h"
 
 #define CHECK_CUDA(expr)                                                              \
   do {                                                                                \
@@ -41,4 +44,10 @@ float time_ms(F&& f, int repeats, int warmups = 3, cudaStream_t stream = nullptr
   CHECK_CUDA(cudaEventDestroy(stop));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+inline int device_sms() {
+  int sms = 0;
+  CHECK_CUDA(jax_mergepath::current_device_sms(&sms));
+  return sms;
 }

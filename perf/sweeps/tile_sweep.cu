@@ -145,6 +145,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   call.a_values = in.va;
   call.b_values = in.vb;
   call.out_payload = in.out_vals;
+  call.sms = device_sms();
   auto go = [&] {
     CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value, Policy>(call, in.workspace, g_stream)));
   };

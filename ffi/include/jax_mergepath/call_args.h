@@ -22,6 +22,9 @@ struct MergeCall {
   const void* a_values;  // kValue: values of a (kRuns, kRunPairs: of x)
   const void* b_values;
   void* out_payload;  // kIndex: int32 indices; kValue: values; kRanks*: int32 ranks
+  // The device's SMs (the CUDA handlers read them: tuning.h merge_searching_tiles_most); 0 on
+  // the CPU, which never reads it.
+  int sms;
 };
 
 inline int payload_bytes(const MergeCall& call) {
@@ -67,6 +70,7 @@ struct SortCall {
   void* spare_keys;
   void* spare_payload;
   uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
+  int sms;              // the device's SMs, for the passes (MergeCall::sms)
 };
 
 // One merge pass of a mergesort: the run pairs of width `width` of every row of `keys` (and the
@@ -85,6 +89,7 @@ inline MergeCall sort_pass(const SortCall& call, int64_t width, const void* keys
   pass.out = out_keys;
   pass.a_values = pass.b_values = values;
   pass.out_payload = out_values;
+  pass.sms = call.sms;
   return pass;
 }
 
@@ -99,6 +104,7 @@ struct SearchCall {
   const void* a;
   const void* v;
   int32_t* out;
+  int sms;  // the device's SMs, for the merge of sorted queries (MergeCall::sms)
 };
 
 // The merge of a searchsorted with sorted queries: queries first on ties for "left" (A = v,
@@ -114,6 +120,7 @@ inline MergeCall search_as_merge(const SearchCall& s) {
   call.b = s.right ? s.v : s.a;
   call.out = nullptr;
   call.out_payload = s.out;
+  call.sms = s.sms;
   return call;
 }
 

@@ -1,6 +1,10 @@
-// tuning.h: tile policies, as data. The CUDA partition, merge and block-sort kernels, the CPU
-// backend and the Python workspace sizing all read these, so they agree on tile boundaries by
-// construction.
+// tuning.h: every tuning constant of the package and the tile policies built from them, as data.
+// The CUDA kernels, the CPU backend and the workspace sizing (exported to Python by the _cpu
+// module) all read these, so they agree on tile boundaries by construction. Comments state what
+// a value must satisfy; the measurements that chose it are in docs/performance.md, made with the
+// sweeps of perf/sweeps/. A knob a sweep varies has a `-D JMP_<NAME>=value` override, for the
+// sweeps' own nvcc builds: the package's _cpu and _cuda modules are built with the defaults (the
+// workspace bound that _cpu exports must match the kernels of _cuda).
 #pragma once
 
 #include <cstdint>
@@ -10,18 +14,80 @@
 
 namespace jax_mergepath {
 
-inline constexpr int kPartitionThreads = 256;
+// ------------------------------------------------------------------ launch knobs
+// Threads a block of the two-way partition pass (partition.cuh): whole warps, at least two (its
+// warp search gives each block kPartitionThreads / 32 boundaries, one shared with the next
+// block). Measured with perf/sweeps/partition_threads_ab.sh (docs/performance.md).
+#ifndef JMP_PARTITION_THREADS
+#define JMP_PARTITION_THREADS 256
+#endif
+inline constexpr int kPartitionThreads = JMP_PARTITION_THREADS;
+static_assert(kPartitionThreads % 32 == 0 && kPartitionThreads >= 64 && kPartitionThreads <= 1024,
+              "kPartitionThreads: whole warps, 64 to 1024 threads");
+
+// Threads a block of the quad split (quad_merge.cuh quad_partition_kernel, one thread a
+// boundary): whole warps. Measured with perf/sweeps/partition_threads_ab.sh (docs/performance.md).
+#ifndef JMP_QUAD_PARTITION_THREADS
+#define JMP_QUAD_PARTITION_THREADS 64
+#endif
+inline constexpr int kQuadPartitionThreads = JMP_QUAD_PARTITION_THREADS;
+static_assert(kQuadPartitionThreads % 32 == 0 && kQuadPartitionThreads >= 32 &&
+                  kQuadPartitionThreads <= 1024,
+              "kQuadPartitionThreads: whole warps, at most 1024 threads");
+
+// The partition pass searches up to this many tile boundaries with a warp each, more with a
+// thread each (partition_boundaries_per_block): the warp search's latency wins on small grids,
+// the thread search's load throughput on large ones. Measured with perf/sweeps/tile_sweep.cu and
+// search_sweep.cu (docs/performance.md).
+#ifndef JMP_WARP_SEARCH_MAX_BOUNDARIES
+#define JMP_WARP_SEARCH_MAX_BOUNDARIES 4096
+#endif
+inline constexpr int64_t kWarpSearchMaxBoundaries = JMP_WARP_SEARCH_MAX_BOUNDARIES;
+
+// Chain flags one lane of a checked merge's tile loads at once (merge_kernels.cuh
+// chain_broken_in_merge): >= 1; more loads in flight, more registers.
+#ifndef JMP_FLAGS_A_LANE
+#define JMP_FLAGS_A_LANE 8
+#endif
+inline constexpr int kFlagsALane = JMP_FLAGS_A_LANE;
+static_assert(kFlagsALane >= 1, "kFlagsALane: at least one flag a lane");
+
+// Keys one is_sorted thread checks (search_kernels.cu, 16-byte loads): a multiple of 16, so the
+// chunks of 1-byte keys start 16-byte aligned too. Measured with whole row sorts
+// (docs/performance.md, "Row sorts").
+#ifndef JMP_IS_SORTED_CHUNK
+#define JMP_IS_SORTED_CHUNK 16
+#endif
+inline constexpr int kIsSortedChunk = JMP_IS_SORTED_CHUNK;
+static_assert(kIsSortedChunk % 16 == 0, "kIsSortedChunk: a multiple of 16 keys");
+
+// Threads a block of the one-thread-a-query kernels (search_kernels.cu: co_rank, is_sorted and
+// searchsorted's binary searches): whole warps, at most 1024.
+#ifndef JMP_QUERY_THREADS
+#define JMP_QUERY_THREADS 256
+#endif
+inline constexpr int kQueryThreads = JMP_QUERY_THREADS;
+static_assert(kQueryThreads % 32 == 0 && kQueryThreads <= 1024,
+              "kQueryThreads: whole warps, at most 1024 threads");
+
+// The CPU backend (parallel_for.h): work of fewer units than kSerialBelow runs on the calling
+// thread (starting threads costs more than it saves); a call uses at most kMaxHostChunks host
+// threads. A unit is an element merged, sorted or checked; one query's search counts as
+// kQueryWork units (co_rank, searchsorted's binary searches).
+inline constexpr int64_t kSerialBelow = int64_t{1} << 17;
+inline constexpr int64_t kMaxHostChunks = 256;
+inline constexpr int64_t kQueryWork = 32;
+
+// ------------------------------------------------------------------ merge tiles
 // At most this many short rows are packed into one tile (their geometry lives in shared memory).
 inline constexpr int kMaxRowsPerTile = 256;
 
 // A CUDA merge block by key and payload bytes: `threads` threads, each merging `items`
 // consecutive outputs (odd, so a warp's strided shared-memory accesses avoid bank conflicts),
-// registers capped so `min_blocks` blocks fit an SM (the tiled kernel only; 1 = no cap). The
-// kernel is bound by instruction issue as much as by DRAM: larger tiles spread each thread's
-// search and the block's fixed costs over more outputs, and more resident blocks hide the load
-// phase. The first three entries were measured on an H200 with tests/gpu/tile_sweep.cu
-// (docs/performance.md); the rest keep the first design's shapes, uncapped up to 8 bytes (capping
-// them spilled registers).
+// registers capped so `min_blocks` blocks fit an SM (the tiled kernel only; 1 = no cap). Shapes
+// over 8 bytes are capped at 4 blocks: uncapped, the unsorted-input checks spill them to one
+// block an SM fewer. Measured with perf/sweeps/tile_sweep.cu (docs/performance.md, "Merge tile
+// shapes").
 struct MergeShape {
   int threads, items, min_blocks;
 };
@@ -30,9 +96,6 @@ constexpr MergeShape merge_shape(int key_bytes, int payload_bytes) {
   if (payload_bytes == 0 && key_bytes <= 4) return {256, 19, 8};
   if (payload_bytes == 0 && key_bytes == 8) return {256, 11, 6};
   if (key_bytes == 4 && payload_bytes == 4) return {256, 15, 6};
-  // Over 8 bytes a key and value: capped at 4 blocks (64 registers, no spill). Uncapped, the
-  // unsorted-input checks took int64 + int32 from 63 registers to 70 and int64 + int64 from 61
-  // to 68: one block of the four an SM fewer, 13% slower (tile_sweep, H100).
   const int bytes = key_bytes + payload_bytes;
   return {256, bytes <= 4 ? 11 : (bytes <= 8 ? 9 : (bytes <= 12 ? 7 : 5)), bytes > 8 ? 4 : 1};
 }
@@ -52,10 +115,9 @@ struct TilePolicy {
   static constexpr int64_t kTile = kTileT;
 };
 
-// searchsorted's ranks merges (payload kRanksOfA / kRanksOfB, keys of up to 4 bytes): 256 x 27
-// at 4 blocks, 2-4% faster than the 4 + 4 byte shape they shared before (256 x 15 at 6) in
-// tests/gpu/search_sweep.cu on an H100, and searchsorted 2^23 in 2^23 / 2^24 in 2^24 70.3 /
-// 117.2 -> 68.0 / 111.9 us a call (wheel_ab.sh, docs/performance.md). Other merges: merge_shape.
+// searchsorted's ranks merges (payload kRanksOfA / kRanksOfB, keys of up to 4 bytes) take their
+// own shape; other merges merge_shape's. Measured with perf/sweeps/search_sweep.cu
+// (docs/performance.md, "Its own tile").
 constexpr MergeShape merge_shape_for(int key_bytes, PayloadKind payload, int value_bytes) {
   if (is_ranks(payload) && key_bytes <= 4) return {256, 27, 4};
   return merge_shape(key_bytes, payload_bytes(payload, value_bytes));
@@ -81,9 +143,9 @@ using MergePolicyFor = MergePolicy<int(sizeof(typename Traits::Bits)), kPayload,
 // cut into tiles whose A/B splits the partition pass writes to the workspace, (tiles + 1) per
 // merge. Run pairs (sort passes) are always tiled. Ranks payloads (searchsorted: full rows) are
 // packed up to half a tile, where the rows kernel holds at least one row a block whatever its
-// items (merge_rows_shape: room >= tile / 2, threads_per_row <= threads / 2 rounded up): a
-// batch of short rows then fills its blocks (species_energy's 1024 + 65: six rows a block of
-// 256 x 27, where the tiled kernel gave each its own 6912-slot tile).
+// items (merge_rows_shape: room >= tile / 2, threads_per_row <= threads / 2 rounded up), so a
+// batch of short rows fills its blocks instead of giving each row a tile (docs/performance.md,
+// "Short rows in the rows kernel").
 constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadKind payload) {
   if (layout.mode == RowMode::kRunPairs) return false;
   if (is_ranks(payload)) {
@@ -91,6 +153,12 @@ constexpr bool merge_is_packed(int64_t tile, const MergeLayout& layout, PayloadK
            layout.b_valid == nullptr && 2 * layout.row_length() <= tile;
   }
   return layout.row_length() <= tile;
+}
+
+// The longest row (outputs) that merge_is_packed packs with a tile policy of `tile` outputs:
+// full rows, which a ranks payload always has.
+constexpr int64_t merge_packed_length(int64_t tile, PayloadKind payload) {
+  return is_ranks(payload) ? tile / 2 : tile;
 }
 
 // Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
@@ -113,9 +181,8 @@ constexpr RowsShape merge_rows_shape(int threads, int items, int64_t row_length)
 // items - cut for a cut in kRowsItemsCuts (odd too, at least kMinRowsItems, the rows still
 // fitting) whose thread groups step through the fewest slots per row, when that is at least 5%
 // fewer than with `items` (the merge is branch-free: a row's last thread steps through all its
-// items, valid or not, and the kernel is bound by instruction issue). tile_sweep on an H200,
-// int32 rows of 32+32: 19 items 255 us, 17 items 221 us, 13 items 197 us (65 slots a row
-// against 76); rows of 512+512 and 2048+2048 keep 19 (2-3% ahead of 17).
+// items, valid or not, and the kernel is bound by instruction issue). Measured with
+// perf/sweeps/tile_sweep.cu (docs/performance.md, "Rows-kernel items a thread").
 inline constexpr int kRowsItemsCuts[] = {2, 4, 6};
 inline constexpr int kMinRowsItems = 3;
 
@@ -152,15 +219,10 @@ constexpr int64_t merge_rows_per_tile(int64_t tile, int64_t row_length) {
   return fit < 1 ? 1 : (fit > kMaxRowsPerTile ? kMaxRowsPerTile : fit);
 }
 
+// ------------------------------------------------------------------ partition
 // The partition pass (ffi/cuda/partition.cuh) searches up to kWarpSearchMaxBoundaries tile
 // boundaries with a warp each, more with a thread each; its blocks overlap by one boundary, so
 // each block sees every pair of neighbouring boundaries it starts and can check their splits.
-// Crossover measured on an H100 (partition times of tile_sweep / search_sweep, docs/performance.md,
-// "The warp search on A's absolute grid"): warps win up to ~4000 boundaries (int32 2^24 merge,
-// 3450: 11.6 vs 13.7 us), threads above (searchsorted 2^24, 4854: 17.5 vs 15.2 us; int32 2^25
-// merge, 6900: 22.4 vs 15.4 us).
-inline constexpr int64_t kWarpSearchMaxBoundaries = 4096;
-
 constexpr int64_t partition_boundaries_per_block(int64_t boundaries) {
   return boundaries <= kWarpSearchMaxBoundaries ? kPartitionThreads / 32 : kPartitionThreads;
 }
@@ -198,28 +260,34 @@ constexpr bool merge_checks_order(const MergeLayout& layout, PayloadKind payload
 // A tiled merge batch whose splits need no order check (a sort pass's run pairs, searchsorted's
 // ranks) and whose grid is a few waves launches no partition pass: each tile's block searches
 // its own two splits (two warps, partition.cuh warp_split) before its loads, and the call saves
-// a kernel (its launch, its run, the gap after it): small sorts are bound by their count of
-// kernels (docs/performance.md). Each wave of blocks pays the search's latency, so the bound is in
-// waves: at most kSelfSplitMaxWaves waves of min_blocks blocks on kSelfSplitSms SMs (an H100 /
-// H200), or kSelfSplitMaxTiles tiles whatever the shape. Measured on an H100 (docs/performance.md):
-// int32 sort passes (8 blocks an SM) of 1725 and 3450 tiles (~3.3 waves) gained 2% and 5.7% over
-// the partition pass; searchsorted's ranks (then 256 x 15 at 6 blocks) of 4369 tiles (~5.5 waves)
-// lost 2-3%, of 8738 lost 17%. Checked merges need the partition's chain flags.
-inline constexpr int64_t kSelfSplitMaxTiles = 1024;
-inline constexpr int64_t kSelfSplitMaxWaves = 4;
-inline constexpr int64_t kSelfSplitSms = 132;
+// a kernel (small sorts are bound by their count of kernels). Each wave of blocks pays the
+// search's latency, so the bound is in waves: at most kSelfSplitMaxWaves waves of min_blocks
+// blocks on the device's `sms` SMs (MergeCall::sms, read from the device by the CUDA handlers),
+// and at least kSelfSplitMaxTiles tiles whatever the shape and device. Checked merges need the
+// partition's chain flags. Measured with whole sorts and searchsorted (docs/performance.md,
+// "Passes of at most four waves"). Nothing here changes a workspace: it is sized for the
+// partition pass either way.
+#ifndef JMP_SELF_SPLIT_MAX_TILES
+#define JMP_SELF_SPLIT_MAX_TILES 1024
+#endif
+#ifndef JMP_SELF_SPLIT_MAX_WAVES
+#define JMP_SELF_SPLIT_MAX_WAVES 4
+#endif
+inline constexpr int64_t kSelfSplitMaxTiles = JMP_SELF_SPLIT_MAX_TILES;
+inline constexpr int64_t kSelfSplitMaxWaves = JMP_SELF_SPLIT_MAX_WAVES;
 
-// The most tiles that search their own splits: kSelfSplitMaxWaves waves, at least
-// kSelfSplitMaxTiles.
-constexpr int64_t merge_searching_tiles_most(int min_blocks) {
-  const int64_t waves = kSelfSplitMaxWaves * kSelfSplitSms * (min_blocks > 1 ? min_blocks : 1);
+// The most tiles that search their own splits on a device of `sms` SMs: kSelfSplitMaxWaves
+// waves, at least kSelfSplitMaxTiles (sms <= 0, unknown: kSelfSplitMaxTiles).
+constexpr int64_t merge_searching_tiles_most(int min_blocks, int sms) {
+  const int64_t waves =
+      kSelfSplitMaxWaves * (sms > 0 ? sms : 0) * (min_blocks > 1 ? min_blocks : 1);
   return waves > kSelfSplitMaxTiles ? waves : kSelfSplitMaxTiles;
 }
 
 constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payload,
-                                     const TileMap& map, int min_blocks) {
+                                     const TileMap& map, int min_blocks, int sms) {
   return !merge_checks_order(layout, payload) &&
-         map.tiles() <= merge_searching_tiles_most(min_blocks);
+         map.tiles() <= merge_searching_tiles_most(min_blocks, sms);
 }
 
 // Larger sort passes (run pairs) run the partition pass, and their first tiles ("early tiles":
@@ -227,27 +295,25 @@ constexpr bool merge_splits_in_tiles(const MergeLayout& layout, PayloadKind payl
 // need nothing from it, since the warp search and the pass agree on every split, sorted input or
 // not (partition.cuh). So the pass's dependent reads no longer hold up the whole merge, only the
 // tiles past the early ones, which by then have their splits (grid_launch.cuh has the launch
-// order that makes this safe). Measured on an H100 (docs/performance.md): argsort of 2^24 int64
-// -8%, sort of 2^25 int32 -4%.
-// Not for searchsorted's ranks (2^23 in 2^23: 62 -> 74 us a call; 87% of its tiles early, each
-// wave of its issue-bound merge paying the search) nor for checked merges (the caller's input:
-// their tiles read the pass's chain flags after merging, so an early tile would hold its SM until
-// the pass ends; the 2^27 merges lost 2%). The number of the merge kernel's early tiles (0: none,
-// or no partition pass before it):
-constexpr int64_t merge_early_tiles(const MergeLayout& layout, const TileMap& map,
-                                    int min_blocks) {
+// order that makes this safe). Not for searchsorted's ranks (most of their tiles would be early,
+// and each wave of their issue-bound merge pays the search) nor for checked merges (their tiles
+// read the pass's chain flags after merging, so an early tile would hold its SM until the pass
+// ends). Measured with whole sorts (docs/performance.md, "Early tiles"). The number of the merge
+// kernel's early tiles (0: none, or no partition pass before it):
+constexpr int64_t merge_early_tiles(const MergeLayout& layout, const TileMap& map, int min_blocks,
+                                    int sms) {
   if (layout.mode != RowMode::kRunPairs) return 0;
-  const int64_t most = merge_searching_tiles_most(min_blocks);
+  const int64_t most = merge_searching_tiles_most(min_blocks, sms);
   return map.tiles() <= most ? 0 : most;
 }
 
-// int32 elements of the CUDA merge's partition workspace (>= 1, so the buffer is never empty):
-// the splits, (tiles + 1) per merge, then (merge_checks_order) the partition blocks' chain flags
-// and masks (partition_flag_elements).
+// int32 elements of the CUDA merge's partition workspace: the splits, (tiles + 1) per merge,
+// then (merge_checks_order) the partition blocks' chain flags and masks
+// (partition_flag_elements); 0 where no partition runs (packed rows, no merges).
 constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                            const MergeLayout& layout) {
   const int64_t tile = merge_tile_for(key_bytes, payload, value_bytes);
-  if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 1;
+  if (merge_is_packed(tile, layout, payload) || layout.merges() == 0) return 0;
   const int64_t boundaries = tile_map(layout, tile).boundaries();
   if (!merge_checks_order(layout, payload)) return boundaries;
   return boundaries + partition_flag_elements(boundaries);
@@ -258,12 +324,8 @@ constexpr int64_t merge_workspace_elements(int key_bytes, PayloadKind payload, i
 // in-register network of `items` keys per thread, then merge rounds of run pairs inside the
 // tile); passes of run-pair merges (MergeLayout kRunPairs, merge tiles) follow, doubling the run
 // width from the tile until it covers the row (on the GPU, large sorts merge four runs a pass:
-// quad passes, below). `items` is odd (bank conflicts on the GPU).
-// Keys of up to 4 bytes alone: 256 x 17, chosen with tests/gpu/sort_sweep.cu on an H100
-// (benchmarks/h100_sort_sweep.txt, block sort of 2^26 int32 keys): against 256 x 15, rows of 64
-// 345 vs 431 us, rows of 512 496 vs 547 us, rows of 2048 653 vs 897 us, the tiles of a long row
-// 672 vs 674 us; and its 4352-key tile holds a row of 4096 whole (no merge pass). 256 x 19 was
-// 4% faster on rows of 512 and slower on the others. The other shapes keep the first design's.
+// quad passes, below). `items` is odd (bank conflicts on the GPU). Measured with
+// perf/sweeps/sort_sweep.cu (docs/performance.md, "Block sort 256 x 17").
 struct SortShape {
   int threads, items;
   int min_blocks = 0;  // __launch_bounds__'s blocks an SM, capping registers (0: no cap)
@@ -280,28 +342,11 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 }
 
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
-// leaves fewer passes (sort_takes_wide_tile), measured with tests/gpu/sort_sweep.cu ("long" and
-// "pairs") on an H100, 2^27 keys as the tiles of one row, where a two-way pass it saves takes
-// ~400 us (keys alone) or ~800 us (pairs). Registers capped (min_blocks; a few bytes spill in
-// some shapes): uncapped, ptxas gave these tiles 96-166 registers, 2 blocks of 256 an SM or 1 of
-// 512 (benchmarks/h100_sort_sweep_capped.txt, two rounds):
-// - 4-byte keys alone: 256 x 39 at 3 blocks, int32 1165 us (uncapped 1309-1310; the 4352-key
-//   tile 1266-1268), float32 1212-1213 us (uncapped 1412; 4352 keys 1288-1296; tiles with a
-//   NaN or a -0.0, which take the NaN-last order, 2090 against 2141 uncapped);
-// - 4-byte keys with 4-byte positions or values (argsort, sort_by_key): 256 x 23 at 3 blocks,
-//   float32 + index 1845 us (the 2816-key tile 1898-1905; uncapped 256 x 23 2200, 2 blocks),
-//   int32 + index 1747-1755 us (1835-1840); float32 tiles with a NaN or a -0.0 2274 against
-//   2252 us;
-// - 8-byte keys (block_sort.cuh's shared memory is dynamic: these pass 48 KB) need a tile of 8192
-//   keys or more to save a quad pass at 2^27 (benchmarks/h100_sort_sweep_int64.txt): alone 256 x
-//   33 at 2 blocks (68 KB), int64 2189 us against 2100 for the 2816-key tile, float64 (the
-//   stable network) 2519 against 2087 us; with 4-byte positions 512 x 17 at 2 blocks (105 KB),
-//   int64 3163 against 2747 us (256 x 9), float64 3187 against 2724 us. The pass saved is the
-//   first quad (the cheapest: a quad tile's four ranges lie side by side); the bench
-//   (benchmarks/h100_sort_b96bacf.txt) against the 2816 / 2304-key tiles, 2^27: sort int64
-//   10.03 -> 9.18 ms, float64 9.90 -> 9.40, argsort int64 14.29 -> 14.13, float64 14.83 ->
-//   14.45; 2^24: sort int64 1.81 -> 1.65, argsort int64 2.24 -> 2.23, float64 2.34 -> 2.28.
-// Other keys and payloads keep sort_shape's.
+// leaves fewer passes (sort_takes_wide_tile), registers capped (min_blocks; uncapped, these
+// tiles left 2 blocks of 256 an SM or 1 of 512). 8-byte keys need a tile of 8192 keys or more to
+// save a quad pass at 2^27 keys (block_sort.cuh's shared memory is dynamic: these pass 48 KB).
+// Wider than sort_shape's whenever it differs. Measured with perf/sweeps/sort_sweep.cu ("long",
+// "pairs") and whole sorts (docs/performance.md, "Wide block-sort shapes").
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
   if (key_bytes == 4 && payload_bytes == 4) return SortShape{256, 23, 3};
@@ -330,39 +375,14 @@ constexpr int sort_passes(int64_t tile, int64_t length) {
 
 // Quad passes (four-way merges, merge_path.h quad_co_rank; ffi/cuda/quad_merge.cuh): one pass
 // does two merge levels with one read and one write of the keys. A quad block copies its four
-// ranges into shared memory (cp.async, one element a copy), merges them pairwise there, then the
-// two results, with (threads - 1) x items outputs (the first level pads X's outputs to whole
-// threads). Its partition costs more than two two-way ones (the split of a quad tile boundary:
-// ~60 key loads, ~60 dependent steps over two launches, one thread a boundary, about one wave
-// whatever the size: ~75-85 us a pass at 2^25 keys, ~110 us at 2^27 on an H100, before
-// four_way_split issued a step's loads together; ~50 / ~64 us since, benchmarks/
-// h100_quad_split_loads_ab.txt), so quads pay only on large sorts. (The thresholds below were
-// measured with the slower split; cheaper splits may move them down: not measured yet.)
-// tests/gpu/quad_sweep.cu on an H100 (one quad pass against the two two-way passes it replaces;
-// benchmarks/h100_quad_sweep_cp_async.txt), runs of 2^15: 2^27 int32 keys 694 vs 797 us (256 x
-// 19, 4 blocks), float32 keys + int32 values 963 vs 1559 us (256 x 15, 3 blocks), 2^26 int64
-// keys 539 vs 804 us (256 x 17, 3 blocks); at 256 MB a pass (runs of 2^14): int32 2^26 401 vs
-// 412 us, float32 + int32 2^25 324 vs 418 us; at 128 MB (runs of 2^13): int64 2^24 224 vs 230
-// us, int32 2^25 251 vs 217 us. So a sort takes quads when a pass moves at least
-// quad_min_bytes: 2^28 for 4-byte elements, 2^27 for wider ones. Keys of 4 or 8 bytes, alone
-// or with a 4-byte payload (argsort's int32 positions measured; sort_by_key's 4-byte values run
-// the same kernel on uint32 bits); the other shapes (small keys, other payloads) keep two-way
-// passes until measured. 4-byte keys alone then took 16-byte chunked loads (quad_merge.cuh,
-// tile_io.cuh load_ranges_chunked), whose per-tile cost leaves larger tiles faster: int32 2^27,
-// runs of 2^15, two rounds (benchmarks/h100_quad_sweep_chunked.txt): 256 x 19 658-666 us (packed
-// loads 688-689), 256 x 21 636-638, 256 x 25 612-616, 256 x 29 591-595, 256 x 33 588-589 us (all
-// 62-64 registers, no spill); runs of 2^13 256 x 33 582 us. So 256 x 33 (2 blocks by its
-// register cap; 4 fit). quad_min_bytes measured again with it: at 128 MB a pass int32 quads
-// still lose (225-231 against 212-216 us, benchmarks/h100_quad_threshold_chunked.txt).
-// 8-byte keys with 4-byte positions (argsort of int64 / float64), half the keys of 2^27 in runs
-// of 2^15 (benchmarks/h100_quad_sweep_wide.txt): the two-way shape's 256 x 7 740 us (float64
-// 771), 256 x 9 726, 256 x 11 698-701 (float64 702), 256 x 13 733-738 us (at 2 or 3 blocks
-// alike); 2^24 keys in runs of 2^11: 265 / 257 / 271 us. So 256 x 11 at 3 blocks (63 registers).
-// 4-byte keys with 4-byte positions again once float32 tiles without NaN merged by plain
-// compares (ordering.h PlainFloatCompare), float32 + int32 2^27 in runs of 2^15, two rounds
-// (benchmarks/h100_h200_plain_float_ab.txt): 256 x 15 at 3 blocks 967-968 us on an H100, 934-940
-// on an H200; 256 x 13 at 4 blocks 957-958 / 917 us (the NaN-last compares: 982-991 / 956-961).
-// So 256 x 13 at 4 blocks.
+// ranges into shared memory (cp.async, one element a copy; 4-byte keys alone in 16-byte chunks),
+// merges them pairwise there, then the two results, with (threads - 1) x items outputs (the first
+// level pads X's outputs to whole threads). Its partition (the split of a quad tile boundary,
+// about one wave of dependent loads whatever the size) costs more than two two-way ones, so a
+// sort takes quads only when a pass moves at least quad_min_bytes. Only measured shapes take
+// them (sort_may_use_quads: keys of 4 or 8 bytes, alone or with a 4-byte payload; sort_by_key's
+// 4-byte values run argsort's kernel on uint32 bits); the others keep two-way passes. Measured
+// with perf/sweeps/quad_sweep.cu (docs/performance.md, "Quad threshold" and the quad tiles).
 struct QuadShape {
   int threads, items, min_blocks;
   int64_t tile;
@@ -392,11 +412,16 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
                                quad_shape(kKeyBytes, kPayloadBytes).min_blocks,
                                quad_shape(kKeyBytes, kPayloadBytes).tile> {};
 
+// Whether sorts of these keys and payload take quads when large enough (the measured shapes).
+constexpr bool sort_may_use_quads(int key_bytes, int payload_bytes) {
+  return key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
+}
+
 // Whether a sort of rows x length keys (key_bytes each, carrying payload_bytes) takes quads.
 constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
-  const bool measured = key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
   const int element_bytes = key_bytes + payload_bytes;
-  return measured && rows * length * element_bytes >= quad_min_bytes(element_bytes);
+  return sort_may_use_quads(key_bytes, payload_bytes) &&
+         rows * length * element_bytes >= quad_min_bytes(element_bytes);
 }
 
 // A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
@@ -449,13 +474,14 @@ constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& 
 }
 
 // int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
-// largest pass's (a pass carries the payload as a value: kIndex positions are 4-byte values).
+// largest pass's (a pass carries the payload as a value: kIndex positions are 4-byte values);
+// 0 without passes.
 constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, PayloadKind payload,
                                                int value_bytes, int64_t rows, int64_t length) {
   const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
   const int carried_bytes = payload_bytes(payload, value_bytes);
   const bool quads = sort_uses_quads(key_bytes, carried_bytes, rows, length);
-  int64_t most = 1;
+  int64_t most = 0;
   for (int64_t width = tile; width < length;) {
     const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
     const bool quad = sort_pass_is_quad(quads, width, length);
@@ -475,6 +501,105 @@ constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, in
       cuda_sort_shape(key_bytes, payload_bytes(payload, value_bytes), rows, length);
   return sort_partition_elements_from(int64_t{shape.threads} * shape.items, key_bytes, payload,
                                       value_bytes, rows, length);
+}
+
+// ------------------------------------------------------------------ workspace bounds
+// The CUDA workspaces are shaped (*batch, per_row) when a call is lowered, where the row length
+// L is known (symbolic under jax.export) but no device and, under batch sharding, not how many
+// rows a shard holds. per_row is a bound written as data, which the _cpu module exports and
+// Python evaluates for concrete and symbolic lengths alike:
+//   per_row(L) = sum over the terms of multiplier * q, q = floor(L / divisor), or min(q, 1)
+//   for a term `at_most_one`,
+// such that rows * per_row(L) >= the exact size (merge_workspace_elements,
+// sort_partition_elements, which the handlers check the buffer against) for EVERY rows >= 0.
+// A term min(floor(L / (p + 1)), 1) is 1 exactly where L > p: it carries the per-row constants
+// of a workspace that only rows longer than p need, so rows that need none get none. The
+// derivations below use ceil(x / d) <= floor(x / d) + 1 and, for integers x >= 0, d >= 1,
+// ceil((x + 2) / d) <= floor(x / d) + 2. tests/test_tuning.py checks the bounds against the
+// exact sizes over a grid of shapes.
+struct WorkspaceTerm {
+  int64_t multiplier, divisor;
+  bool at_most_one;
+};
+
+struct WorkspaceBound {
+  static constexpr int kMaxTerms = 6;  // (the merge's bound has at most 4, the sort's 5)
+  WorkspaceTerm terms[kMaxTerms] = {};
+  int count = 0;
+
+  // Adds multiplier * floor(L / divisor) (at_most_one: multiplier * min(floor(L / divisor), 1)),
+  // into the term of the same kind if there is one.
+  constexpr void add(int64_t multiplier, int64_t divisor, bool at_most_one = false) {
+    for (int i = 0; i < count; ++i) {
+      if (terms[i].divisor == divisor && terms[i].at_most_one == at_most_one) {
+        terms[i].multiplier += multiplier;
+        return;
+      }
+    }
+    terms[count++] = {multiplier, divisor, at_most_one};
+  }
+
+  // Adds `multiplier` for rows longer than p.
+  constexpr void add_past(int64_t multiplier, int64_t p) { add(multiplier, p + 1, true); }
+
+  constexpr int64_t per_row(int64_t length) const {
+    int64_t sum = 0;
+    for (int i = 0; i < count; ++i) {
+      const int64_t q = length / terms[i].divisor;
+      sum += terms[i].multiplier * (terms[i].at_most_one && q > 1 ? 1 : q);
+    }
+    return sum;
+  }
+};
+
+// The CUDA merge (kSeparate or kRuns rows of L outputs, or searchsorted's ranks merge): rows up
+// to merge_packed_length (p) need nothing. A longer row has ceil(L / t) + 1 <= floor(L / t) + 2
+// boundaries on tile t. A checked merge adds partition_flag_elements: (1 + mask words) a block
+// of f fresh boundaries, ceil((boundaries - 1) / f) blocks <= rows * ceil((ceil(L / t) + 1) / f)
+// <= rows * (floor(L / (t f)) + 2), for the warp and the thread search both (either may run).
+constexpr WorkspaceBound merge_workspace_bound(int key_bytes, PayloadKind payload,
+                                               int value_bytes) {
+  const int64_t tile = merge_tile_for(key_bytes, payload, value_bytes);
+  const int64_t packed = merge_packed_length(tile, payload);
+  WorkspaceBound bound;
+  bound.add(1, tile);
+  bound.add_past(2, packed);
+  if (!is_ranks(payload)) {  // the caller's order: checked (merge_checks_order)
+    const int64_t per_blocks[] = {kPartitionThreads / 32, kPartitionThreads};  // warp, thread
+    for (const int64_t per_block : per_blocks) {
+      const int64_t fresh = per_block - 1;
+      const int64_t words = partition_mask_words_of(fresh);
+      bound.add(1 + words, tile * fresh);
+      bound.add_past(2 * (1 + words), packed);
+    }
+  }
+  return bound;
+}
+
+// The CUDA sort of rows of L keys: every pass's run width W is at least the narrow block tile s
+// (the wide one is wider), so rows up to s need nothing. A run-pair map of width W on tile t has
+// P = ceil(L / 2W) merges of T = ceil(min(L, 2W) / t) tiles, P (T + 1) < 2 L / t + L / W + 2
+// boundaries a row (L <= 2W: P = 1; else P T < (L / 2W + 1)(2W / t + 1) with 2W < L). A two-way
+// pass is one map on the merge tile; a quad pass one on the quad tile at W and three int32 a
+// boundary of one at 2W. The sum of both bounds bounds the largest pass.
+constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload,
+                                              int value_bytes) {
+  const int carried_bytes = payload_bytes(payload, value_bytes);
+  const int64_t block = sort_tile(key_bytes, carried_bytes);
+  WorkspaceBound bound;
+  // two-way: < 2 L / t + L / s + 2  <=  2 floor(L / t) + floor(L / s) + 4
+  bound.add(2, merge_tile(key_bytes, carried_bytes));
+  bound.add(1, block);
+  bound.add_past(4, block);
+  if (sort_may_use_quads(key_bytes, carried_bytes)) {
+    // quad: < 8 L / q + L / s + 3 L / 2s + 8  <=  8 floor(L / q) + floor(L / s) +
+    // 3 floor(L / 2s) + 19
+    bound.add(8, quad_shape(key_bytes, carried_bytes).tile);
+    bound.add(1, block);
+    bound.add(3, 2 * block);
+    bound.add_past(19, block);
+  }
+  return bound;
 }
 
 }  // namespace jax_mergepath
