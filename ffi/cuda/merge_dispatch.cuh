@@ -1,13 +1,14 @@
 // merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
-// enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's ranks)
-// on `stream`: for rows no longer than a tile the rows kernel (full rows, and searchsorted's
-// rows up to half a tile) or the packed kernel (ragged rows), else the partition pass and the tiled kernel (large sort passes: its early
-// tiles search their own splits beside the pass, tuning.h merge_early_tiles; small batches
-// without order checks launch the tiled kernel alone, every block searching its own,
-// merge_splits_in_tiles; how many tiles may, by the device's SMs: call.sms). No allocation, no
-// host sync: the partition workspace is the caller's merge_workspace_elements() int32
-// (tuning.h). Used by merge_cuda (merge_cuda.cu), the sort's passes (sort_cuda.cu) and the
-// sweeps (perf/sweeps).
+// enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's
+// ranks) on `stream`: for rows no longer than a tile the rows kernel (full rows, and
+// searchsorted's rows up to half a tile) or the packed kernel (ragged rows), else the partition
+// pass and the tiled kernel (large sort passes: its early tiles search their own splits beside
+// the pass, tuning.h merge_early_tiles; small batches without order checks launch the tiled
+// kernel alone, every block searching its own, merge_splits_in_tiles; how many tiles may, by
+// the device's SMs: call.sms). No allocation, no host sync: the partition workspace is the
+// caller's merge_workspace_elements() int32 (tuning.h). merge_for_traits is instantiated in
+// ffi/cuda/instances/ and reached through merge_cuda (merge_cuda.cu: merges, searchsorted, the
+// sort's two-way passes in sort_dispatch.cuh); the sweeps (perf/sweeps) call launch_merge.
 #pragma once
 
 #include <cuda_runtime.h>
