@@ -1,11 +1,8 @@
 """The sort family: sort, argsort, sort_by_key, lax_sort, searchsorted (README "API").
 
 Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
-the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
-never reach a kernel. Several keys (lax_sort, num_keys > 1) are packed into one unsigned key
-when their order keys fit 64 bits together (_order.py), and sorted least significant group
-first otherwise (each sort is stable, so the groups' order is lexicographic). Integer and bool
-keys packed into one key are unpacked from the sorted packed key (the keys are never gathered).
+the row-level sorts and searches (_rows.py, which pick the kernels or the order-key way by key
+dtype and axis length) and moved back.
 """
 
 from __future__ import annotations
@@ -18,65 +15,56 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_mergepath._checks import (
-    INDEX_LIMIT,
     ArrayLike,
     PyTree,
     as_array,
     as_key_array,
     check_direction,
-    check_length,
+    check_key_dtype,
     check_values,
-    definitely,
     fusable_values,
     gather_along,
     normalize_axis,
 )
-from jax_mergepath._gather import take_along_bits
-from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
-from jax_mergepath._primitives import Payload, searchsorted_p, sort_p
-
-
-def _sort_last_axis(
-    keys: jax.Array, values: tuple[jax.Array, ...], descending: bool, payload: Payload
-) -> tuple[jax.Array, jax.Array | None]:
-    """sort_p on keys whose sorted axis is last; rows of 0 or 1 elements never reach a kernel."""
-    if keys.size == 0 or definitely(lambda: keys.shape[-1] <= 1):
-        if payload == Payload.INDEX:
-            return keys, jnp.zeros(keys.shape, np.int32)
-        return keys, (values[0] if payload == Payload.VALUE else None)
-    outs = sort_p.bind(keys, *values, descending=descending, payload=int(payload))
-    return outs[0], (outs[1] if len(outs) > 1 else None)
+from jax_mergepath._dtypes import promote
+from jax_mergepath._primitives import Payload
+from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 
 
 def _prepare(x: ArrayLike, axis: int, descending: bool, op: str, name: str = "x"):
     x = as_key_array(x, name, op)
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, name, op)
-    check_length(x.shape[ax], op)
     return x, ax, descending
 
 
 def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
-    """Stable sort along ``axis``: a drop-in for ``jnp.sort`` (every row of the other axes
-    sorted independently, in one kernel call).
+    """Stable sort along ``axis``: a drop-in for ``jnp.sort``, with the same result bit for
+    bit (every row of the other axes sorted independently, in one kernel call).
 
     The order is ``jnp.argsort(stable=True)``'s: NaN last (first when ``descending``),
-    -0.0 == +0.0, ties in input order in both directions; sorted values are the input's bits
-    (so -0.0 and NaN payloads survive). Subnormals are ordered as the numbers they are.
+    -0.0 == +0.0, equal keys in input order; sorted values are the input's bits (so -0.0 and
+    NaN payloads survive). ``descending=True`` returns the ascending sort reversed, as
+    ``jnp.sort``: equal keys then come out in reverse input order (visible only in the bits of
+    floats: -0.0 / +0.0, NaN payloads). Subnormals are ordered as the numbers they are. The
+    float8 types whose only NaN is the negative-zero pattern (the ``fnuz`` ones) order it
+    first, as jnp does. Complex keys order by real part, then imaginary part.
+
+    Axes of 2**31 elements or more run as ``lax.sort`` of the order keys (the kernels' int32
+    positions cannot hold them), with the same result.
 
     Args:
-        x: keys of a key dtype (bool, integers, float16/bfloat16/float32/float64), >= 1-d.
+        x: keys of a key dtype (bool, integers including int2 / int4, the float8 types,
+            float4_e2m1fn, float16 / bfloat16 / float32 / float64, complex), >= 1-d.
         axis: the axis to sort along.
         descending: sort largest first.
 
     Returns:
-        x sorted along axis.
+        x sorted along axis, of x's dtype and weak type.
 
     Raises:
-        TypeError: complex or non-key dtype, or descending not a bool.
-        ValueError: x is 0-d, axis out of range, or the axis has 2**31 or more elements (a
-            symbolic ``jax.export`` dimension that may be that long is checked at run time
-            instead: JaxRuntimeError).
+        TypeError: a non-key dtype, or descending not a bool.
+        ValueError: x is 0-d or axis out of range.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -86,13 +74,16 @@ def sort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array
         Array([[3, 2, 1],
                [9, 8, 7]], dtype=int32)
     """
-    x, ax, descending = _prepare(x, axis, descending, "sort")
-    keys, _ = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.NONE)
+    op = "sort"
+    x, ax, descending = _prepare(x, axis, descending, op)
+    keys, _ = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
+                        payload=Payload.NONE, op=op, reverse_ties=True)
     return jnp.moveaxis(keys, -1, ax)
 
 
 def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
-    """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``.
+    """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``, with the
+    same result bit for bit.
 
     Args:
         x: keys of a key dtype, >= 1-d.
@@ -100,7 +91,10 @@ def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Ar
         descending: largest first; ties still keep their input order.
 
     Returns:
-        int32 positions along axis such that ``take_along_axis(x, idx, axis)`` is sorted.
+        positions along axis such that ``take_along_axis(x, idx, axis)`` is sorted, in
+        ``jnp.argsort``'s dtype: int32, or int64 when ``jax_enable_x64`` is on. An axis of
+        2**31 elements or more runs as ``lax.sort`` with int64 positions; with x64 off jax
+        makes them int32 (with a warning), as it does for ``jnp.argsort``.
 
     Raises:
         TypeError, ValueError: as for :func:`sort`.
@@ -112,8 +106,10 @@ def argsort(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Ar
         >>> jmp.argsort(jnp.array([2, 1, 2, 0]), descending=True)
         Array([0, 2, 1, 3], dtype=int32)
     """
-    x, ax, descending = _prepare(x, axis, descending, "argsort")
-    _, idx = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.INDEX)
+    op = "argsort"
+    x, ax, descending = _prepare(x, axis, descending, op)
+    _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
+                       payload=Payload.INDEX, op=op, wrap_positions=True)
     return jnp.moveaxis(idx, -1, ax)
 
 
@@ -131,11 +127,12 @@ def sort_by_key(
 
     ``values`` is an array or a pytree of arrays whose leaves have the keys' shape, optionally
     followed by trailing dimensions (positions of shape ``(n, 3)`` for keys ``(n,)``). One leaf
-    shaped exactly like the keys, 1 to 8 bytes wide, travels inside the sort kernel; other
-    layouts are gathered with the sort's permutation.
+    shaped exactly like the keys, 1 to 8 bytes wide (or narrower than a byte: it moves as
+    uint8), travels inside the sort kernel; other layouts are gathered with the sort's
+    permutation. Keys and values keep their dtypes and weak types, bit for bit.
 
     Args:
-        keys: keys of a key dtype, >= 1-d.
+        keys: keys of a key dtype (as for :func:`sort`), >= 1-d.
         values: the payload, any dtypes.
         axis: the keys' axis to sort along (the values' same axis moves with it).
         descending: largest key first; ties keep their input order.
@@ -145,7 +142,8 @@ def sort_by_key(
 
     Raises:
         TypeError, ValueError: as for :func:`sort`; ValueError when a leaf's leading shape is not
-        the keys' shape.
+        the keys' shape, or, with ``jax_enable_x64`` off, when leaves that must be gathered
+        (not one leaf shaped like the keys) go with an axis of 2**31 elements or more.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -160,62 +158,13 @@ def sort_by_key(
     leaves, tree = _check_leaves(values, keys, "values", op)
     kl = jnp.moveaxis(keys, ax, -1)
     if fusable_values(leaves, keys):
-        out, moved = _sort_last_axis(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending,
-                                     Payload.VALUE)
+        out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
+                               payload=Payload.VALUE, op=op)
         return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, [jnp.moveaxis(moved, -1, ax)])
-    out, idx = _sort_last_axis(kl, (), descending, Payload.INDEX)
+    out, idx = sort_rows(kl, (), descending=descending, payload=Payload.INDEX, op=op)
     idx = jnp.moveaxis(idx, -1, ax)
     moved = [gather_along(leaf, idx, ax) for leaf in leaves]
     return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, moved)
-
-
-def _max_key_bits() -> int:
-    """The widest unsigned key a sort takes: 64 bits, 32 without jax_enable_x64."""
-    return 64 if jax.config.jax_enable_x64 else 32
-
-
-def _packed_invertible(keys: list[jax.Array]) -> jax.Array | None:
-    """The keys' order keys packed into one unsigned sort key that gives them back (integer and
-    bool keys whose widths fit _max_key_bits together), else None. Equal packed keys then have
-    equal keys, so a stable sort of the packed key is the keys' stable lexicographic sort."""
-    if not all(is_invertible(k.dtype) for k in keys):
-        return None
-    if sum(k.dtype.itemsize * 8 for k in keys) > _max_key_bits():
-        return None
-    return pack_order_keys(keys)
-
-
-def _sort_with_others(key: jax.Array, others: list[jax.Array]) -> tuple[jax.Array, list]:
-    """One stable sort by `key` (sorted axis last) moving `others`: none, one that rides in the
-    kernel (fusable_values), or several gathered with the permutation."""
-    if not others:
-        return _sort_last_axis(key, (), False, Payload.NONE)[0], []
-    if len(others) == 1 and fusable_values(others, key):
-        sorted_key, value = _sort_last_axis(key, (others[0],), False, Payload.VALUE)
-        return sorted_key, [value]
-    sorted_key, perm = _sort_last_axis(key, (), False, Payload.INDEX)
-    return sorted_key, [take_along_bits(x, perm, -1) for x in others]
-
-
-def _lexsort_indices(keys: list[jax.Array], op: str) -> jax.Array:
-    """Stable argsort (last axis) by several keys, most significant first: their order keys
-    packed into unsigned keys of at most 64 bits (32 without jax_enable_x64), groups sorted
-    least significant first, each sort stable."""
-    max_bits = _max_key_bits()
-    for k in keys:
-        if k.dtype.itemsize * 8 > max_bits:
-            raise TypeError(
-                f"jax_mergepath.{op}: {k.dtype} keys need jax_enable_x64 for several keys"
-            )
-    perm = None
-    for group in reversed(pack_groups(keys, max_bits)):
-        packed = pack_order_keys([keys[i] for i in group])
-        if perm is not None:
-            packed = jnp.take_along_axis(packed, perm, axis=-1)
-        _, idx = _sort_last_axis(packed, (), False, Payload.INDEX)
-        perm = idx if perm is None else jnp.take_along_axis(perm, idx, axis=-1)
-    assert perm is not None
-    return perm
 
 
 def lax_sort(
@@ -228,10 +177,13 @@ def lax_sort(
     ``num_keys`` of them, lexicographically, moving the others along.
 
     Always stable (``is_stable`` is accepted for compatibility). The order of each key is
-    ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0); it differs from ``jax.lax.sort``
-    on the CPU only in ordering subnormal floats as numbers (XLA:CPU flushes them to zero).
-    Several keys are packed into one unsigned key when their widths sum to at most 64 bits;
-    integer and bool keys packed so are unpacked from the sorted key (never gathered).
+    ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0; complex keys by real, then
+    imaginary part); it differs from ``jax.lax.sort`` on the CPU only in ordering subnormal
+    floats as numbers (XLA:CPU flushes them to zero). Several keys are packed into one unsigned
+    key when their widths sum to at most 64 bits; integer and bool keys packed so are unpacked
+    from the sorted key (never gathered). Operands keep their dtypes and weak types, bit for
+    bit (values narrower than a byte move as uint8). Axes of 2**31 elements or more run as
+    ``lax.sort`` of the order keys, with the same result.
 
     Args:
         operands: one array, or a sequence of arrays of one shape (keys first).
@@ -243,7 +195,7 @@ def lax_sort(
         The sorted array for a single array; otherwise a tuple of the sorted operands.
 
     Raises:
-        TypeError: a key of complex or non-key dtype.
+        TypeError: a key of a non-key dtype.
         ValueError: operands of different shapes, 0-d operands, num_keys out of range,
             dimension out of range.
 
@@ -278,18 +230,8 @@ def lax_sort(
     if ops[0].ndim == 0:
         raise ValueError(f"jax_mergepath.{op}: operands must have at least one dimension")
     ax = normalize_axis(dimension, ops[0].ndim, "operands[0]", op)
-    check_length(ops[0].shape[ax], op)
     last = [jnp.moveaxis(x, ax, -1) for x in ops]
-    keys_in, others_in = last[:num_keys], last[num_keys:]
-    if num_keys == 1:
-        key, moved = _sort_with_others(keys_in[0], others_in)
-        out = [key, *moved]
-    elif (packed := _packed_invertible(keys_in)) is not None:
-        key, moved = _sort_with_others(packed, others_in)
-        out = [*unpack_order_keys(key, [k.dtype for k in keys_in]), *moved]
-    else:
-        perm = _lexsort_indices(keys_in, op)
-        out = [take_along_bits(x, perm, -1) for x in last]
+    out = lexsort_rows(last[:num_keys], last[num_keys:], op)
     out = [jnp.moveaxis(x, -1, ax) for x in out]
     return out[0] if single else tuple(out)
 
@@ -311,17 +253,22 @@ def searchsorted(
     Args:
         a: the sorted array: 1-d, or (*batch, n) with one sorted row per batch entry.
         v: the queries: any shape for 1-d ``a``; else leading dimensions equal to the batch.
+            ``a`` and ``v`` are promoted to a common dtype first, as ``jnp.searchsorted`` does
+            (a Python scalar takes ``a``'s dtype).
         side: "left" or "right".
         sorted_v: the queries are sorted ascending along their last axis (the result is
             unspecified, never out of bounds, when they are not).
 
     Returns:
-        int32 positions of v's shape.
+        positions of v's shape, in ``jnp.searchsorted``'s dtype: int32, int64 when ``a``'s
+        sorted axis has 2**31 elements or more (which needs ``jax_enable_x64``; such an axis
+        is searched in jnp over the order keys, with the same result).
 
     Raises:
-        TypeError: complex or non-key dtypes (a and v are promoted to a common dtype first, as
-            ``jnp.searchsorted`` does).
+        TypeError: non-key dtypes, or ones without a common dtype (jnp's TypePromotionError).
         ValueError: side not "left" / "right", 0-d a, mismatched batch dimensions.
+        OverflowError: with ``jax_enable_x64`` off, ``a``'s sorted axis has 2**31 elements or
+            more (as ``jnp.searchsorted``).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -334,36 +281,24 @@ def searchsorted(
         raise ValueError(f"jax_mergepath.{op}: side must be 'left' or 'right', got {side!r}")
     if not isinstance(sorted_v, bool | np.bool_):
         raise TypeError(f"jax_mergepath.{op}: sorted_v must be a Python bool")
-    a_arr = as_array(a, "a", op)
+    a_arr = as_key_array(a, "a", op)
     v_arr = as_array(v, "v", op)
-    for arr, name in ((a_arr, "a"), (v_arr, "v")):
-        if jnp.issubdtype(arr.dtype, jnp.complexfloating):
-            as_key_array(arr, name, op)  # raises the complex-key TypeError naming the argument
+    check_key_dtype(v_arr, "v", op)
     # jnp.searchsorted's promotion: a Python scalar (weakly typed) takes a's dtype.
-    dtype = jnp.result_type(a_arr, v_arr)
-    a_arr = as_key_array(a_arr.astype(dtype), "a", op)
-    v_arr = v_arr.astype(dtype)
+    a_arr, v_arr = promote(a_arr, v_arr)
+    check_key_dtype(a_arr, "a and v (promoted)", op)
     batch = a_arr.shape[:-1]
     if v_arr.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: v's leading dimensions must be a's batch shape {batch}, "
             f"got v of shape {v_arr.shape}"
         )
-    n = a_arr.shape[-1]
     query_shape = v_arr.shape[len(batch) :]
-    queries = math.prod(query_shape)
-    check_length(n, op)
-    if v_arr.size == 0 or n == 0:
-        return jnp.zeros(v_arr.shape, np.int32)
-    flat = v_arr.reshape(*batch, queries)
+    flat = v_arr.reshape(*batch, math.prod(query_shape))
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
-    # query axes, each sorted along the last, every query is searched on its own instead) and a
-    # merged length that fits int32 positions.
-    # (A symbolic merged length is assumed to fit; the kernel checks it at run time.)
-    merge_path = (
-        bool(sorted_v)
-        and len(query_shape) <= 1
-        and not definitely(lambda: n + queries >= INDEX_LIMIT)
+    # query axes, each sorted along the last, every query is searched on its own instead).
+    out = searchsorted_rows(
+        a_arr, flat, right=side == "right", sorted_v=bool(sorted_v) and len(query_shape) <= 1,
+        op=op,
     )
-    out = searchsorted_p.bind(a_arr, flat, right=side == "right", sorted_v=merge_path)
     return out.reshape(v_arr.shape)
