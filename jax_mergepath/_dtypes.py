@@ -112,7 +112,7 @@ def with_weak_type(x: jax.Array, weak: bool) -> jax.Array:
 
 def promote(*arrays: jax.Array) -> list[jax.Array]:
     """The arrays in their common dtype as jnp.concatenate promotes them (weak types included);
-    raises jax's TypePromotionError (a TypeError) where jnp.concatenate raises it."""
+    raises jax's TypePromotionError (a ValueError) where jnp.concatenate raises it."""
     dtype, weak = jax.dtypes.result_type(*arrays, return_weak_type_flag=True)
     out = []
     for x in arrays:

@@ -89,11 +89,12 @@ def merge(
         ``(merged, indices)``.
 
     Raises:
-        TypeError: a non-key dtype, dtypes without a common dtype (jnp's TypePromotionError),
-            lengths that are not integers, or ``descending`` not a bool.
+        TypeError: a non-key dtype, lengths that are not integers, or ``descending`` not a
+            bool.
         ValueError: 0-d inputs, different ranks, ``axis`` out of range, batch dimensions that
-            differ, lengths not of the batch shape, or ``m + n`` of 2**31 or more with
-            ``jax_enable_x64`` off.
+            differ, lengths not of the batch shape, ``m + n`` of 2**31 or more with
+            ``jax_enable_x64`` off, or dtypes without a common dtype (jnp's
+            ``TypePromotionError``, as ``jnp.concatenate`` raises it).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -173,9 +174,9 @@ def merge_by_key(
         ``(merged keys, merged values)``, the values in ``a_values``' pytree structure.
 
     Raises:
-        TypeError: as for :func:`merge`, or matching leaves without a common dtype.
-        ValueError: as for :func:`merge`, pytrees of different structures, or a leaf whose
-            leading shape is not its keys' shape.
+        TypeError: as for :func:`merge`.
+        ValueError: as for :func:`merge`, pytrees of different structures, a leaf whose
+            leading shape is not its keys' shape, or matching leaves without a common dtype.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -304,10 +305,11 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         ``jnp.argsort``).
 
     Raises:
-        TypeError: a non-key dtype, dtypes without a common dtype, ``k`` not of an integer
-            dtype, or ``descending`` not a bool.
+        TypeError: a non-key dtype, ``k`` not of an integer dtype, or ``descending`` not a
+            bool.
         ValueError: batch dimensions that differ, ``k``'s leading dimensions not the batch
-            shape, or ``m + n`` of 2**31 or more with ``jax_enable_x64`` off.
+            shape, ``m + n`` of 2**31 or more with ``jax_enable_x64`` off, or dtypes without a
+            common dtype (as for :func:`merge`).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp

@@ -265,8 +265,9 @@ def searchsorted(
         is searched in jnp over the order keys, with the same result).
 
     Raises:
-        TypeError: non-key dtypes, or ones without a common dtype (jnp's TypePromotionError).
-        ValueError: side not "left" / "right", 0-d a, mismatched batch dimensions.
+        TypeError: non-key dtypes.
+        ValueError: side not "left" / "right", 0-d a, mismatched batch dimensions, or dtypes
+            without a common dtype (jnp's ``TypePromotionError``).
         OverflowError: with ``jax_enable_x64`` off, ``a``'s sorted axis has 2**31 elements or
             more (as ``jnp.searchsorted``).
 
