@@ -277,8 +277,9 @@ def ref_merge(
     b_length: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(merged, idx) per SPEC: the stable merge (all of a before all of b on ties), idx =
-    positions (index_dtype()) in concatenate([a, b], axis). With a_length/b_length: merge of the valid prefixes,
-    then a's invalid tail, then b's invalid tail, tails in their original order."""
+    positions (index_dtype()) in concatenate([a, b], axis). With a_length/b_length: merge of
+    the valid prefixes, then a's invalid tail, then b's invalid tail, tails in their original
+    order."""
     a, b = np.asarray(a), np.asarray(b)
     axis = _axis(axis, a.ndim)
     m, n = a.shape[axis], b.shape[axis]
