@@ -87,10 +87,11 @@ def index_dtype(length: Any) -> np.dtype:
 
 def search_index_dtype(length: Any) -> np.dtype:
     """The dtype jnp.searchsorted returns for a sorted axis of `length` elements: int32, int64
-    from 2**31 elements on; jnp's default integer for a symbolic length."""
-    if _symbolic(length):
-        return default_int()
-    return np.dtype(np.int64 if length >= INT32_LIMIT else np.int32)
+    from 2**31 elements on (a symbolic length, which jnp.searchsorted does not take, is assumed
+    to fit int32, as the kernels assume it)."""
+    if not _symbolic(length) and length >= INT32_LIMIT:
+        return np.dtype(np.int64)
+    return np.dtype(np.int32)
 
 
 def as_index(positions: jax.Array, dtype: Any) -> jax.Array:
