@@ -133,14 +133,6 @@ def batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(x.shape) if i != axis)
 
 
-def check_same_dtype(a: jax.Array, b: jax.Array, names: str, op: str, note: str = "") -> None:
-    if a.dtype != b.dtype:
-        raise TypeError(
-            f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} and "
-            f"{b.dtype}{note}"
-        )
-
-
 def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     items = list(shapes.items())
     first_name, first = items[0]

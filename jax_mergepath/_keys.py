@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._dtypes import KEY_DTYPES, KeyKind, key_info
+from jax_mergepath._dtypes import KEY_DTYPES
 from jax_mergepath._order import order_key
 
 # ---------------------------------------------------------------- the dtypes
@@ -171,7 +171,7 @@ def _check_embedding(dtype: np.dtype, spec: _NarrowFloat, p: np.ndarray, v: np.n
     f = _embed(p, spec, np)
     as_f16 = f.view(np.float16).astype(np.float64)
 
-    def less_equal(cls: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def relations(cls: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(pairwise <, pairwise ==) of keys ordered by class, then value."""
         c, w = cls[:, None], np.where(np.isnan(val), 0.0, val)
         lt = (c < cls[None, :]) | ((c == cls[None, :]) & (w[:, None] < w[None, :]))
@@ -179,8 +179,8 @@ def _check_embedding(dtype: np.dtype, spec: _NarrowFloat, p: np.ndarray, v: np.n
         return lt, eq
 
     nan = np.isnan(v)
-    want = less_equal(np.where(nan, -1 if spec.nan_first else 1, 0), v)  # jnp's order
-    got = less_equal(np.isnan(as_f16).astype(int), as_f16)  # the float16 kernels' order
+    want = relations(np.where(nan, -1 if spec.nan_first else 1, 0), v)  # jnp's order
+    got = relations(np.isnan(as_f16).astype(int), as_f16)  # the float16 kernels' order
     ok = (
         len(np.unique(f)) == len(p)
         and np.array_equal(_unembed(f, spec, np), p)
@@ -210,9 +210,10 @@ def _unembed_narrow(k: jax.Array, dtype: np.dtype) -> jax.Array:
 # ---------------------------------------------------------------- kernel keys
 
 
-def _cast_tangent(fn: Callable[[jax.Array], jax.Array], dtype_of: Callable[[jax.Array], Any]):
-    """fn (a bit-level map of keys) with the tangent cast to the mapped dtype: sorts and merges
-    permute keys, so the tangent of a permuted kernel key maps back to the keys' tangent."""
+def _cast_tangent(fn: Callable[[jax.Array], jax.Array]):
+    """fn (a bit-level map between float keys) with the tangent cast to the mapped dtype: sorts
+    and merges permute keys, so the permuted tangent of a kernel key maps back to the permuted
+    tangent of the keys (the derivative of a permutation, as jnp.sort's)."""
 
     @jax.custom_jvp
     def mapped(x: jax.Array) -> jax.Array:
@@ -222,16 +223,17 @@ def _cast_tangent(fn: Callable[[jax.Array], jax.Array], dtype_of: Callable[[jax.
     def _jvp(primals, tangents):
         (x,), (t,) = primals, tangents
         y = fn(x)
-        return y, t.astype(dtype_of(y)) if jnp.issubdtype(y.dtype, jnp.inexact) else t
+        return y, t.astype(y.dtype)
+
     return mapped
 
 
-_embed_narrow_jvp = _cast_tangent(_embed_narrow, lambda y: y.dtype)
+_embed_narrow_jvp = _cast_tangent(_embed_narrow)
 
 
 @functools.cache
 def _unembed_narrow_jvp(dtype: np.dtype):
-    return _cast_tangent(functools.partial(_unembed_narrow, dtype=dtype), lambda y: y.dtype)
+    return _cast_tangent(functools.partial(_unembed_narrow, dtype=dtype))
 
 
 def kernel_dtype(dtype: Any) -> np.dtype | None:
@@ -280,8 +282,3 @@ def order_keys(x: jax.Array, descending: bool = False) -> list[jax.Array]:
     keys = [order_key(k) for k in kernel_keys(x)]
     return [~k for k in keys] if descending else keys
 
-
-def invertible_kernel_dtype(dtype: Any) -> bool:
-    """Kernel keys whose order key gives them back (integers and bool: no float)."""
-    info = key_info(dtype)
-    return info is not None and info.kind != KeyKind.FLOAT

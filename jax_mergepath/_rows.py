@@ -35,13 +35,12 @@ from jax_mergepath._dtypes import (
 from jax_mergepath._gather import concatenate_bits, from_bits, take_along_bits, to_bits
 from jax_mergepath._keys import (
     from_kernel,
-    invertible_kernel_dtype,
     is_complex,
     order_keys,
     ties_hold_other_bits,
     to_kernel,
 )
-from jax_mergepath._order import pack_groups, pack_order_keys, unpack_order_keys
+from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
 from jax_mergepath._primitives import (
     Payload,
     co_rank_p,
@@ -132,9 +131,9 @@ def _sort_by_order_keys(
     if positions is not None:  # (x64 off: jax makes int64 int32 here, as in jnp.argsort)
         ops.append(lax.broadcasted_iota(positions, okeys[0].shape, _last(okeys[0])))
     out = lax.sort(tuple(ops), dimension=_last(okeys[0]), is_stable=True, num_keys=len(okeys))
-    rest = out[len(okeys) :]
-    sorted_moved = [from_bits(o, x.dtype, x.weak_type) for o, x in zip(rest, moved, strict=False)]
-    return sorted_moved, (None if positions is None else rest[-1])
+    rest = out[len(okeys) : len(okeys) + len(moved)]
+    sorted_moved = [from_bits(o, x.dtype, x.weak_type) for o, x in zip(rest, moved, strict=True)]
+    return sorted_moved, (None if positions is None else out[-1])
 
 
 # ---------------------------------------------------------------- sorts
@@ -214,7 +213,7 @@ def lexsort_rows(keys: list[jax.Array], others: list[jax.Array], op: str) -> lis
             return [key, *moved]
         kernel_keys = [to_kernel(k) for k in keys]
         widths = sum(jax.dtypes.itemsize_bits(k.dtype) for k in kernel_keys)
-        if all(invertible_kernel_dtype(k.dtype) for k in kernel_keys) and (
+        if all(is_invertible(k.dtype) for k in kernel_keys) and (
             widths <= _max_key_bits()
         ):
             key, moved = _sort_with_others(pack_order_keys(kernel_keys), others, op)
