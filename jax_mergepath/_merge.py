@@ -287,7 +287,9 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
 
     This is the split that cuts a merge into independent pieces (the merge path): the first
     ``k`` outputs take ``i`` elements of ``a`` and ``k - i`` of ``b``. The key order and the
-    precondition are :func:`merge`'s (unsorted inputs give some split in range).
+    precondition are :func:`merge`'s (unsorted inputs give some split in range). Complex keys
+    and merged axes of 2**31 elements or more (with ``jax_enable_x64`` on) are split by a
+    binary search in jnp over their order keys, with the same result.
 
     Args:
         k: output positions: an int or 0-d int array (for batched ``a`` and ``b``, one

@@ -249,6 +249,8 @@ def searchsorted(
     search per query (other query shapes are searched query by query, with the same result).
     The pass reads all of ``a``: it pays when the queries are many. With a few queries a row
     (64 in rows of 1024 keys, say) the default binary search reads less and runs faster.
+    Complex keys (by real, then imaginary part) are searched by a binary search in jnp over
+    their order keys, with the kernels' results.
 
     Args:
         a: the sorted array: 1-d, or (*batch, n) with one sorted row per batch entry.
