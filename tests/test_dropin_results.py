@@ -6,7 +6,8 @@
 # ascending sort reversed); mixed dtypes promote as jnp.concatenate; every key dtype jnp sorts
 # (int2/int4, the float8 types, float4_e2m1fn, complex) on every function that takes keys,
 # checked against jnp where jnp runs them and a numpy reference of jnp's order; values narrower
-# than a byte move without aborting the process (checked in a subprocess).
+# than a byte move without aborting the process (checked in a subprocess); on a GPU, the new key
+# dtypes give the CPU's bits.
 from __future__ import annotations
 
 import functools
@@ -636,3 +637,36 @@ def test_sub_byte_payloads_move_without_aborting():
         assert vdt == name and mdt == name
         assert v == vals[perm].tolist() and t == v and lv == v, name
         assert mv == vals[mperm].tolist() and mt == mv, name
+
+
+# ------------------------------------------------------------------------ CPU / GPU parity
+
+
+@pytest.mark.requires_gpu
+@pytest.mark.parametrize("dtype", NEW_KEY_DTYPES, ids=lambda d: d.name)
+def test_new_key_dtypes_cpu_gpu_bit_identical(rng, dtype):
+    """The dtype mapping runs in jnp on both backends: the GPU gives the CPU's bits, positions
+    included, and the numpy reference's order (on the GPU as well, XLA's own sort may order
+    float8 subnormals or rewrite NaN payloads: the reference is the contract)."""
+    x = np.stack([all_values(dtype, rng) for _ in range(3)])
+    a = ref_sort(x[:, : x.shape[1] // 2])
+    b = ref_sort(x[:, x.shape[1] // 2 :])
+
+    def calls(x, a, b):
+        return (
+            jmp.sort(x), jmp.sort(x, descending=True), jmp.argsort(x, descending=True),
+            jmp.sort_by_key(x, x), jmp.lax_sort((x, x), num_keys=2),
+            jmp.merge(a, b, return_indices=True), jmp.merge_runs(jnp.concatenate([a, b], -1), 7),
+            jmp.co_rank(np.arange(x.shape[1] + 1)[None].repeat(3, 0), a, b),
+            jmp.searchsorted(a, x), jmp.is_sorted(a),
+        )  # fmt: skip
+
+    outs = {}
+    for platform in ("cpu", "gpu"):
+        device = jax.devices(platform)[0]
+        args = jax.device_put((x, a, b), device)
+        with jax.default_device(device):
+            outs[platform] = jax.tree.map(np.asarray, calls(*args))
+    for c, g in zip(jax.tree.leaves(outs["cpu"]), jax.tree.leaves(outs["gpu"]), strict=True):
+        assert_same(g, c, f"GPU vs CPU {dtype.name}")
+    assert_same(outs["gpu"][0], ref_sort(x), "GPU sort vs reference")
