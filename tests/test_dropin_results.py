@@ -1,13 +1,13 @@
-# jnp's results bit for bit (SPEC "Ordering, everywhere", issue 39 part A), with x64 on and off:
-# positions in jnp's dtypes (argsort / merge / merge_runs / co_rank: int32, int64 with x64;
-# searchsorted: int32 unless a has 2**31 elements); axes of 2**31 elements or more (abstract
-# inputs only) trace as jnp's do and run as lax.sort, checked on small arrays with the routing
-# limit lowered; weak types kept where jnp keeps them; sort(descending=True) is jnp.sort's (the
-# ascending sort reversed); mixed dtypes promote as jnp.concatenate; every key dtype jnp sorts
-# (int2/int4, the float8 types, float4_e2m1fn, complex) on every function that takes keys,
-# checked against jnp where jnp runs them and a numpy reference of jnp's order; values narrower
-# than a byte move without aborting the process (checked in a subprocess); on a GPU, the new key
-# dtypes give the CPU's bits.
+# jnp's results bit for bit (docs/contract.md "Ordering", "Dtypes", "Signatures, weak types,
+# promotion"), with x64 on and off: positions in jnp's dtypes (argsort / merge / merge_runs /
+# co_rank: int32, int64 with x64; searchsorted: int32 unless a has 2**31 elements); axes of 2**31
+# elements or more (abstract inputs only) trace as jnp's do and run as lax.sort, checked on small
+# arrays with the routing limit lowered; weak types kept where jnp keeps them; sort(descending=True)
+# is jnp.sort's (the ascending sort reversed); mixed dtypes promote as jnp.concatenate; every key
+# dtype jnp sorts (int2/int4, the float8 types, float4_e2m1fn, complex) on every function that takes
+# keys, checked against jnp where jnp runs them and a numpy reference of jnp's order; values
+# narrower than a byte move without aborting the process (checked in a subprocess); on a GPU, the
+# new key dtypes give the CPU's bits.
 from __future__ import annotations
 
 import functools
