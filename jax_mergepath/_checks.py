@@ -1,8 +1,10 @@
 """Argument checking shared by the public functions: everything here runs at trace time and
 raises TypeError / ValueError naming the function and the argument.
 
-Contract: keys come out as jax arrays of a key dtype (_dtypes.py) with at least one dimension;
-axes come out normalized; lengths, splits and k are clamped int32 that never wrap.
+Contract: keys come out as jax arrays of a key dtype (_keys.py) with at least one dimension, the
+two sides of a merge promoted to one dtype as jnp.concatenate promotes them; axes come out
+normalized; lengths, splits and k are clamped integers that never wrap (int32, int64 for an axis
+of 2**31 elements or more).
 
 Dimensions may be symbolic (jax.export shape polymorphism): a check that cannot be decided for
 every value of a symbolic dimension is left to the kernels, which check lengths again at run
@@ -20,14 +22,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._dtypes import key_info, supported_names
+from jax_mergepath._dtypes import INT32_LIMIT, promote
 from jax_mergepath._gather import take_along_bits
+from jax_mergepath._keys import is_key_dtype, key_dtype_names
 
 ArrayLike = Any
 PyTree = Any
 DimSize = Any  # an int, or a symbolic dimension of jax.export
 
-INDEX_LIMIT = 2**31  # returned indices are int32
+INDEX_LIMIT = INT32_LIMIT  # the kernels' positions are int32
 
 
 def _is_array(x: Any) -> bool:
@@ -47,7 +50,7 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
     if dtype.kind in "USOMm" or dtype.fields is not None:
         raise TypeError(
             f"jax_mergepath.{op}: {name} has dtype {dtype}, which JAX arrays cannot hold "
-            f"(numeric or bool arrays only; keys may be: {supported_names()})"
+            f"(numeric or bool arrays only; keys may be: {key_dtype_names()})"
         )
 
 
@@ -101,20 +104,20 @@ def list_note(x: Any) -> str:
 def as_key_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
     """A key array of a supported dtype with at least one dimension."""
     arr = as_array(x, name, op, like)
-    if jnp.issubdtype(arr.dtype, jnp.complexfloating):
-        raise TypeError(
-            f"jax_mergepath.{op}: {name} has complex dtype {arr.dtype}; complex keys have no order"
-        )
-    if key_info(arr.dtype) is None:
-        raise TypeError(
-            f"jax_mergepath.{op}: {name} has unsupported dtype {arr.dtype}; keys must be one "
-            f"of: {supported_names()}"
-        )
+    check_key_dtype(arr, name, op)
     if arr.ndim == 0:
         raise ValueError(
             f"jax_mergepath.{op}: {name} must have at least one dimension, got a 0-d array"
         )
     return arr
+
+
+def check_key_dtype(arr: jax.Array, name: str, op: str) -> None:
+    if not is_key_dtype(arr.dtype):
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} has unsupported dtype {arr.dtype}; keys must be one "
+            f"of: {key_dtype_names()}"
+        )
 
 
 def static_int(
@@ -160,14 +163,6 @@ def batch_shape(x: jax.Array, axis: int) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(x.shape) if i != axis)
 
 
-def check_same_dtype(a: jax.Array, b: jax.Array, names: str, op: str, note: str = "") -> None:
-    if a.dtype != b.dtype:
-        raise TypeError(
-            f"jax_mergepath.{op}: {names} must have the same dtype, got {a.dtype} and "
-            f"{b.dtype}{note}"
-        )
-
-
 def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     items = list(shapes.items())
     first_name, first = items[0]
@@ -190,19 +185,27 @@ def definitely(decide: Callable[[], bool]) -> bool:
 
 
 def check_length(length: DimSize, op: str) -> None:
-    """ValueError for a merged or sorted axis of 2**31 or more elements. A symbolic length that
-    may or may not fit is not checked here: the kernels check it at run time."""
-    if definitely(lambda: length >= INDEX_LIMIT):
+    """ValueError for a merged axis of 2**31 or more elements with jax_enable_x64 off: its
+    positions need int64 (with x64 on such an axis runs as XLA's sort, _rows.py). A symbolic
+    length that may or may not fit is not checked here: the kernels check it at run time."""
+    if not jax.config.jax_enable_x64 and definitely(lambda: length >= INDEX_LIMIT):
         raise ValueError(
-            f"jax_mergepath.{op}: the merged or sorted axis has {length} elements; at most "
-            f"{INDEX_LIMIT - 1} fit int32 indices"
+            f"jax_mergepath.{op}: the merged axis has {length} elements; positions past "
+            f"{INDEX_LIMIT - 1} need int64: turn on jax_enable_x64"
         )
 
 
-def host_index_array(x: Any) -> Any:
-    """Integer host data (numpy arrays, lists) clamped to [0, 2**31 - 1] on the host, as int32:
-    with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32 (2**32 + 1 -> 1)
-    before any clamp could see them. Anything else (jax arrays, bools, floats) unchanged."""
+def position_dtype(length: DimSize) -> np.dtype:
+    """The dtype of lengths, splits and k along an axis of `length` elements: int32, int64 when
+    the axis has 2**31 elements or more (check_length has made sure x64 is on)."""
+    return np.dtype(np.int64 if definitely(lambda: length >= INDEX_LIMIT) else np.int32)
+
+
+def host_index_array(x: Any, dtype: Any = np.int32) -> Any:
+    """Integer host data (numpy arrays, lists) clamped to [0, max of dtype] on the host, as
+    dtype (int32 or int64): with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32
+    (2**32 + 1 -> 1) before any clamp could see them. Anything else (jax arrays, bools, floats)
+    unchanged."""
     if isinstance(x, jax.Array):
         return x
     try:
@@ -212,19 +215,20 @@ def host_index_array(x: Any) -> Any:
     if host.dtype.kind not in "iu":
         return x
     wide = host.astype(np.uint64 if host.dtype.kind == "u" else np.int64)  # (numpy 2.0 refuses
-    return np.clip(wide, 0, INDEX_LIMIT - 1).astype(np.int32)  # bounds its dtype cannot hold)
+    return np.clip(wide, 0, np.iinfo(dtype).max).astype(dtype)  # bounds its dtype cannot hold)
 
 
-def clamp_int32(v: ArrayLike, hi: DimSize) -> jax.Array:
-    """Integers clamped to [0, hi] (hi < 2**31, or a symbolic dimension), as int32, never
-    wrapped: Python ints and host arrays are clamped on the host (any size), jax int arrays in
-    their own dtype with a bound it can hold."""
+def clamp_index(v: ArrayLike, hi: DimSize, dtype: Any = np.int32) -> jax.Array:
+    """Integers clamped to [0, hi] (hi at most dtype's max, or a symbolic dimension), as dtype
+    (int32 or int64), never wrapped: Python ints and host arrays are clamped on the host (any
+    size), jax int arrays in their own dtype with a bound it can hold."""
+    top = int(np.iinfo(dtype).max)
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
-        host = min(max(int(v), 0), INDEX_LIMIT - 1)
-        return jnp.asarray(jax.core.min_dim(host, hi), np.int32)
-    v = jnp.asarray(host_index_array(v))
-    bound = jax.core.min_dim(hi, min(INDEX_LIMIT - 1, int(jnp.iinfo(v.dtype).max)))
-    return jnp.clip(v, 0, bound).astype(np.int32)
+        host = min(max(int(v), 0), top)
+        return jnp.asarray(jax.core.min_dim(host, hi), dtype)
+    v = jnp.asarray(host_index_array(v, dtype))
+    bound = jax.core.min_dim(hi, min(top, int(jnp.iinfo(v.dtype).max)))
+    return jnp.clip(v, 0, bound).astype(dtype)
 
 
 def check_int_dtype(v: jax.Array, name: str, op: str) -> None:
@@ -237,13 +241,15 @@ def check_int_dtype(v: jax.Array, name: str, op: str) -> None:
 def row_lengths(
     value: ArrayLike | None, default: DimSize, batch: tuple[int, ...], name: str, op: str
 ) -> jax.Array:
-    """Per-row int32 lengths of the batch shape, clamped to [0, default] (None: default)."""
+    """Per-row lengths of the batch shape, clamped to [0, default] (None: default), as
+    position_dtype(default)."""
+    dtype = position_dtype(default)
     if value is None:
-        return jnp.full(batch, default, np.int32)
+        return jnp.full(batch, default, dtype)
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
-        return jnp.full(batch, clamp_int32(value, default))
+        return jnp.full(batch, clamp_index(value, default, dtype))
     _host_dtype_error(value, name, op)
-    v = jnp.asarray(host_index_array(value))
+    v = jnp.asarray(host_index_array(value, dtype))
     check_int_dtype(v, name, op)
     try:
         v = jnp.broadcast_to(v, batch)
@@ -252,7 +258,7 @@ def row_lengths(
             f"jax_mergepath.{op}: {name} has shape {v.shape}; expected a scalar or "
             f"the batch shape {batch}"
         ) from None
-    return clamp_int32(v, default)
+    return clamp_index(v, default, dtype)
 
 
 def check_direction(descending: Any, op: str) -> bool:
@@ -264,11 +270,10 @@ def check_direction(descending: Any, op: str) -> bool:
 def check_key_pair(
     a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
 ) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
-    """The two sorted key arrays of a merge: arrays, supported equal dtypes, same rank, equal
-    batch dimensions, a merged length that fits int32. Returns (a, b, axis, batch shape)."""
-    a_arr = as_key_array(a, names[0], op, like=b if _is_array(b) else None)
-    b_arr = as_key_array(b, names[1], op, like=a_arr if not _is_array(b) else None)
-    check_same_dtype(a_arr, b_arr, f"{names[0]} and {names[1]}", op, list_note(a) + list_note(b))
+    """The two sorted key arrays of a merge: arrays of key dtypes promoted to one (promote_keys),
+    same rank, equal batch dimensions, a merged length check_length takes. Returns (a, b, axis,
+    batch shape)."""
+    a_arr, b_arr = promote_keys(a, b, names, op)
     ax = normalize_axis(axis, a_arr.ndim, names[0], op)
     if b_arr.ndim != a_arr.ndim:
         raise ValueError(
@@ -282,15 +287,27 @@ def check_key_pair(
     return a_arr, b_arr, ax, batch
 
 
+def promote_keys(
+    a: ArrayLike, b: ArrayLike, names: tuple[str, str], op: str
+) -> tuple[jax.Array, jax.Array]:
+    """The keys of a merge or search as arrays of key dtypes with at least one dimension, in
+    their common dtype as jnp.concatenate promotes them (weak types included; a Python list
+    beside an array takes the array's dtype, as_array)."""
+    a_arr = as_key_array(a, names[0], op, like=b if _is_array(b) else None)
+    b_arr = as_key_array(b, names[1], op, like=a_arr if not _is_array(b) else None)
+    a_arr, b_arr = promote(a_arr, b_arr)
+    check_key_dtype(a_arr, f"{names[0]} and {names[1]} (promoted)", op)
+    return a_arr, b_arr
+
+
 def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
     """One value array shaped like its keys moves inside the kernel itself (raw bits of 1, 2,
-    4 or 8 bytes); other layouts are gathered with the permutation."""
+    4 or 8 bytes; dtypes narrower than a byte move as uint8, _rows.py); other layouts are
+    gathered with the permutation."""
     return (
         len(leaves) == 1
         and leaves[0].shape == keys.shape
         and leaves[0].dtype.itemsize in (1, 2, 4, 8)
-        # sub-byte dtypes (int4, float4...) are packed by XLA: not one element per byte
-        and jax.dtypes.itemsize_bits(leaves[0].dtype) == 8 * leaves[0].dtype.itemsize
         and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
     )
 

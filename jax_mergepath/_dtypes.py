@@ -1,16 +1,25 @@
-"""The one table of key dtypes: what may be merged or sorted, and how its bits order.
+"""The dtype rules of the package, one place each: the table of the kernels' key dtypes (what
+they sort and merge, and how its bits order), the dtype of returned positions (jnp's rules), and
+jnp's promotion and weak types.
 
-Adding a key dtype on the Python side is one entry here (the native side has its own table in
-ffi/include/jax_mergepath/key_types.h and ffi/handlers/common.h).
+Adding a kernel key dtype on the Python side is one entry in KEY_DTYPES (the native side has its
+own table in ffi/include/jax_mergepath/key_types.h and ffi/handlers/common.h); key dtypes the
+kernels do not take are mapped onto these in _keys.py.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+
+try:  # jax's own weak-type-aware cast (what jnp's promotion uses)
+    from jax._src.lax.lax import _convert_element_type
+except ImportError:  # pragma: no cover - a jax without it: casts come out strongly typed
+    _convert_element_type = None
 
 
 class KeyKind(enum.Enum):
@@ -51,3 +60,64 @@ def key_info(dtype) -> KeyInfo | None:
 
 def supported_names() -> str:
     return ", ".join(sorted(str(d) for d in KEY_DTYPES))
+
+
+# ---------------------------------------------------------------- positions
+
+INT32_LIMIT = 2**31  # positions of an axis this long or longer need int64
+
+
+def default_int() -> np.dtype:
+    """jnp's default integer: int64 with jax_enable_x64 on, else int32."""
+    return np.dtype(np.int64 if jax.config.jax_enable_x64 else np.int32)
+
+
+def _symbolic(length: Any) -> bool:
+    return jax.export.is_symbolic_dim(length)
+
+
+def index_dtype(length: Any) -> np.dtype:
+    """The dtype of positions along an axis of `length` elements, as jnp.argsort returns them
+    (and merge's indices, co_rank, merge_runs' indices): jnp's default integer, int64 for an axis
+    of 2**31 elements or more (x64 off: jax canonicalizes that to int32, as for jnp.argsort)."""
+    if not _symbolic(length) and length >= INT32_LIMIT:
+        return np.dtype(np.int64)
+    return default_int()
+
+
+def search_index_dtype(length: Any) -> np.dtype:
+    """The dtype jnp.searchsorted returns for a sorted axis of `length` elements: int32, int64
+    from 2**31 elements on (a symbolic length, which jnp.searchsorted does not take, is assumed
+    to fit int32, as the kernels assume it)."""
+    if not _symbolic(length) and length >= INT32_LIMIT:
+        return np.dtype(np.int64)
+    return np.dtype(np.int32)
+
+
+def as_index(positions: jax.Array, dtype: Any) -> jax.Array:
+    """Positions (the kernels write int32) in the dtype the caller returns: the one conversion
+    of positions in the package."""
+    return positions if positions.dtype == np.dtype(dtype) else positions.astype(dtype)
+
+
+# ---------------------------------------------------------------- promotion and weak types
+
+
+def with_weak_type(x: jax.Array, weak: bool) -> jax.Array:
+    """x, weakly typed when `weak` (jnp's weak types: a Python scalar's dtype, which gives way in
+    promotion), strongly typed otherwise; bits unchanged."""
+    if bool(getattr(x, "weak_type", False)) == bool(weak) or _convert_element_type is None:
+        return x
+    return _convert_element_type(x, x.dtype, weak_type=bool(weak))
+
+
+def promote(*arrays: jax.Array) -> list[jax.Array]:
+    """The arrays in their common dtype as jnp.concatenate promotes them (weak types included);
+    raises jax's TypePromotionError (a ValueError) where jnp.concatenate raises it."""
+    dtype, weak = jax.dtypes.result_type(*arrays, return_weak_type_flag=True)
+    out = []
+    for x in arrays:
+        if x.dtype != dtype:
+            x = x.astype(dtype)
+        out.append(with_weak_type(x, weak))
+    return out

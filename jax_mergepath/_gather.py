@@ -1,6 +1,8 @@
 """Concatenations and gathers of keys and values that keep every bit: floats move as unsigned
 integers of their width (XLA's CPU concatenate and gather of bfloat16 rewrite NaN payloads,
-0x7f81 -> 0x7fc0), and derivatives flow as through `jnp.concatenate` / `jnp.take_along_axis`.
+0x7f81 -> 0x7fc0), dtypes narrower than a byte (int2, int4, float4_e2m1fn...) as uint8 (XLA:CPU
+aborts on some of their gathers and concatenations), weak types are kept, and derivatives flow
+as through `jnp.concatenate` / `jnp.take_along_axis`.
 bfloat16's bit casts sit behind optimization barriers: on a host with avx512_bf16 (where LLVM
 narrows float to bfloat16 with vcvtneps2bf16, which flushes subnormals) XLA:CPU's program for a
 vmapped gather of bfloat16 flushed them. XLA drops the barriers when it compiles; what they
@@ -15,18 +17,58 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+
+from jax_mergepath._dtypes import with_weak_type
+
+
+def bits_dtype(dtype) -> np.dtype | None:
+    """The unsigned dtype that carries dtype's bits through data movement (floats: their width;
+    anything narrower than a byte: uint8), or None where dtype moves as it is (integers of a
+    byte or more, bool, complex)."""
+    dt = np.dtype(dtype)
+    bits = jax.dtypes.itemsize_bits(dt)
+    if bits < 8:
+        return np.dtype(np.uint8)
+    if jnp.issubdtype(dt, jnp.floating):
+        return np.dtype(f"uint{bits}")
+    return None
+
+
+def to_bits(x: jax.Array) -> jax.Array:
+    """x as bits_dtype(x.dtype) (x itself where that is None); from_bits inverts it."""
+    target = bits_dtype(x.dtype)
+    if target is None:
+        return x
+    bits = jax.dtypes.itemsize_bits(x.dtype)
+    narrow = np.dtype(f"uint{bits}")  # (float4_e2m1fn: uint4)
+    if x.dtype != narrow:
+        # bfloat16: the transposes XLA adds stay on the bits (see the module docstring).
+        fence = lax.optimization_barrier if x.dtype == jnp.bfloat16 else (lambda y: y)
+        x = fence(lax.bitcast_convert_type(x, narrow))
+    return x if narrow == target else x.astype(target)
+
+
+def from_bits(b: jax.Array, dtype, weak: bool = False) -> jax.Array:
+    """The array of dtype whose to_bits is b, weakly typed when `weak`."""
+    dt = np.dtype(dtype)
+    if bits_dtype(dt) is None:
+        return with_weak_type(b, weak)
+    narrow = np.dtype(f"uint{jax.dtypes.itemsize_bits(dt)}")
+    b = b if b.dtype == narrow else b.astype(narrow)
+    if dt != narrow:
+        fence = lax.optimization_barrier if dt == jnp.bfloat16 else (lambda y: y)
+        b = lax.bitcast_convert_type(fence(b), dt)
+    return with_weak_type(b, weak)
 
 
 def _on_bits(fn: Callable[..., jax.Array], dtype, *arrays: jax.Array) -> jax.Array:
-    """fn(*arrays) with float arrays of `dtype` seen as unsigned integers of their width."""
-    if not jnp.issubdtype(dtype, jnp.floating):
-        return fn(*arrays)
-    uint = jnp.dtype(f"uint{jnp.finfo(dtype).bits}")  # (float4_e2m1fn: uint4, not uint8)
-    # bfloat16: the transposes XLA adds stay on the bits (see the module docstring).
-    fence = lax.optimization_barrier if jnp.dtype(dtype) == jnp.bfloat16 else (lambda x: x)
-    moved = fn(*(fence(lax.bitcast_convert_type(x, uint)) for x in arrays))
-    return lax.bitcast_convert_type(fence(moved), dtype)
+    """fn(*arrays) with arrays of `dtype` seen as their bits (to_bits), weakly typed when every
+    array is."""
+    weak = all(getattr(x, "weak_type", False) for x in arrays)
+    moved = fn(*(to_bits(x) for x in arrays))
+    return from_bits(moved, dtype, weak)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(1,))

@@ -1,9 +1,9 @@
 """The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
-Contract: arguments are checked at trace time (_checks.py); zero-size merges never reach a
-kernel; the merged axis is moved last for the primitives (_primitives.py) and moved back. Inputs
-that must be sorted go through require_sorted (_preconditions.py), which emits nothing unless
-check_sorted_inputs is on.
+Contract: arguments are checked at trace time (_checks.py); the merged axis is moved last for
+the row-level merges (_rows.py, which pick the kernels or the order-key way by key dtype and
+axis length) and moved back. Inputs that must be sorted go through require_sorted
+(_preconditions.py), which emits nothing unless check_sorted_inputs is on.
 """
 
 from __future__ import annotations
@@ -25,20 +25,22 @@ from jax_mergepath._checks import (
     check_int_dtype,
     check_key_pair,
     check_length,
-    check_same_dtype,
     check_values,
-    clamp_int32,
+    clamp_index,
     definitely,
     fusable_values,
     gather_along,
     host_index_array,
-    list_note,
     normalize_axis,
+    position_dtype,
+    promote_keys,
     row_lengths,
 )
+from jax_mergepath._dtypes import promote
 from jax_mergepath._gather import concatenate_bits
 from jax_mergepath._preconditions import require_sorted
-from jax_mergepath._primitives import Payload, co_rank_p, is_sorted_p, merge_p
+from jax_mergepath._primitives import Payload
+from jax_mergepath._rows import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
 
 
 def merge(
@@ -54,8 +56,13 @@ def merge(
     """Stable merge of two arrays sorted along ``axis``.
 
     Ties keep all of ``a`` before all of ``b``; the order is ``jnp.argsort(stable=True)``'s
-    (NaN last ascending, first descending; -0.0 == +0.0). Every other dimension is a batch of
-    rows merged independently, in one kernel call (``jax.vmap`` of ``merge`` is the same call).
+    (NaN last ascending, first descending; -0.0 == +0.0; complex keys by real, then imaginary
+    part). Every other dimension is a batch of rows merged independently, in one kernel call
+    (``jax.vmap`` of ``merge`` is the same call). ``a`` and ``b`` of different dtypes are
+    promoted as ``jnp.concatenate`` promotes them (weak types included); the result keeps the
+    promoted dtype and weak type, bit for bit. Complex keys, and merged axes of 2**31 elements
+    or more (with ``jax_enable_x64`` on), merge as a stable sort of their order keys, with the
+    same result.
 
     Inputs not sorted along ``axis`` break the precondition: the order of the result is then
     unspecified, but every output row is still a permutation of its inputs and nothing is read
@@ -64,14 +71,16 @@ def merge(
     ``checkify.checkify``), naming it and its first unsorted row.
 
     Args:
-        a: keys sorted along ``axis`` (in the direction asked), of a key dtype (bool, integers,
-            float16 / bfloat16 / float32 / float64).
-        b: keys of ``a``'s dtype and rank, sorted likewise; the dimensions other than ``axis``
-            must equal ``a``'s.
+        a: keys sorted along ``axis`` (in the direction asked), of a key dtype (bool, integers
+            including int2 / int4, the float8 types, float4_e2m1fn, float16 / bfloat16 /
+            float32 / float64, complex).
+        b: keys of ``a``'s rank, sorted likewise; the dimensions other than ``axis`` must
+            equal ``a``'s.
         axis: the axis to merge along.
         descending: ``a`` and ``b`` are sorted largest first; so is the result.
-        return_indices: also return, for each output, its int32 position in
-            ``concatenate([a, b], axis)``.
+        return_indices: also return, for each output, its position in
+            ``concatenate([a, b], axis)``: int32, or int64 when ``jax_enable_x64`` is on (as
+            ``jnp.argsort``).
         a_length: how many leading elements of each row of ``a`` are valid: an int or an int
             array of the batch shape, clamped to ``[0, m]`` (a negative length is 0, one past
             the row is ``m``). None: all ``m``.
@@ -84,10 +93,12 @@ def merge(
         ``(merged, indices)``.
 
     Raises:
-        TypeError: ``a`` and ``b`` of different dtypes, a complex or non-key dtype, lengths
-            that are not integers, or ``descending`` not a bool.
+        TypeError: a non-key dtype, lengths that are not integers, or ``descending`` not a
+            bool.
         ValueError: 0-d inputs, different ranks, ``axis`` out of range, batch dimensions that
-            differ, lengths not of the batch shape, or ``m + n`` of 2**31 or more.
+            differ, lengths not of the batch shape, ``m + n`` of 2**31 or more with
+            ``jax_enable_x64`` off, or dtypes without a common dtype (jnp's
+            ``TypePromotionError``, as ``jnp.concatenate`` raises it).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -144,29 +155,14 @@ def _merge_last_axis(
     descending: bool,
     payload: Payload,
     full_rows: bool,
+    op: str = "merge",
 ) -> tuple[jax.Array, jax.Array | None]:
-    """merge_p on arrays whose merged axis is last; trivial cases never reach a kernel.
-    full_rows: a_valid and b_valid are the full lengths (no a_length / b_length given)."""
-    m, n = a.shape[-1], b.shape[-1]
-    if m == 0 or n == 0 or a.size + b.size == 0:
-        keys = concatenate_bits((a, b), -1)
-        if payload == Payload.INDEX:
-            idx = jnp.broadcast_to(jnp.arange(m + n, dtype=np.int32), keys.shape)
-            return keys, idx
-        if payload == Payload.VALUE:
-            return keys, concatenate_bits(tuple(values), -1)
-        return keys, None
-    outs = merge_p.bind(
-        a, b, a_valid, b_valid, *values, descending=descending, payload=int(payload), runs=False,
-        full_rows=full_rows,
+    """The merge of arrays whose merged axis is last (_rows.merge_rows). full_rows: a_valid
+    and b_valid are the full lengths (no a_length / b_length given)."""
+    return merge_rows(
+        a, b, a_valid, b_valid, values, descending=descending, payload=payload,
+        full_rows=full_rows, op=op,
     )
-    return outs[0], (outs[1] if len(outs) > 1 else None)
-
-
-
-
-
-
 
 
 def merge_by_key(
@@ -184,17 +180,19 @@ def merge_by_key(
 
     Value leaves have the shape of their keys, optionally with trailing dimensions after it
     (e.g. positions ``(n, 3)`` for keys ``(n,)``). One leaf shaped exactly like its keys moves
-    inside the merge kernel; other layouts are gathered by the merge's indices. Values move bit
-    for bit (NaN payloads, -0.0). The key order, the precondition and the ragged rows
-    (``a_length`` / ``b_length``) are :func:`merge`'s: with lengths, each output row is the
-    merge of the valid parts, then ``a``'s invalid tail, then ``b``'s, and the values follow
-    their keys there too.
+    inside the merge kernel (a dtype narrower than a byte as uint8); other layouts are gathered
+    by the merge's indices. Values move bit for bit (NaN payloads, -0.0). The key order, the
+    promotion of mixed key dtypes, the precondition and the ragged rows (``a_length`` /
+    ``b_length``) are :func:`merge`'s: with lengths, each output row is the merge of the valid
+    parts, then ``a``'s invalid tail, then ``b``'s, and the values follow their keys there too.
+    Matching value leaves of different dtypes are promoted as ``jnp.concatenate`` promotes
+    them.
 
     Args:
         a_keys: keys sorted along ``axis``, of a key dtype.
-        b_keys: keys of ``a_keys``' dtype and rank, sorted likewise; other dimensions equal.
+        b_keys: keys of ``a_keys``' rank, sorted likewise; other dimensions equal.
         a_values: an array or a pytree of arrays moved with ``a_keys``.
-        b_values: the same pytree structure, leaves of the same dtypes and trailing shapes.
+        b_values: the same pytree structure, leaves of the same trailing shapes.
         axis: the keys' axis to merge along (the values' same axis moves with it).
         descending: the keys are sorted largest first; so is the result.
         a_length: how many leading elements of each row of ``a_keys`` are valid: an int or an
@@ -205,9 +203,9 @@ def merge_by_key(
         ``(merged keys, merged values)``, the values in ``a_values``' pytree structure.
 
     Raises:
-        TypeError: as for :func:`merge`, or matching leaves of different dtypes.
-        ValueError: as for :func:`merge`, pytrees of different structures, or a leaf whose
-            leading shape is not its keys' shape.
+        TypeError: as for :func:`merge`.
+        ValueError: as for :func:`merge`, pytrees of different structures, a leaf whose
+            leading shape is not its keys' shape, or matching leaves without a common dtype.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -234,12 +232,9 @@ def merge_by_key(
     b_leaves = [as_array(x, "b_values", op) for x in b_leaves]
     check_values(a_leaves, a_keys, "a_values", op)
     check_values(b_leaves, b_keys, "b_values", op)
+    pairs = [promote(va, vb) for va, vb in zip(a_leaves, b_leaves, strict=True)]
+    a_leaves, b_leaves = [va for va, _ in pairs], [vb for _, vb in pairs]
     for va, vb in zip(a_leaves, b_leaves, strict=True):
-        if va.dtype != vb.dtype:
-            raise TypeError(
-                f"jax_mergepath.{op}: matching leaves of a_values and b_values must have the "
-                f"same dtype, got {va.dtype} and {vb.dtype}"
-            )
         if va.shape[a_keys.ndim :] != vb.shape[b_keys.ndim :]:
             raise ValueError(
                 f"jax_mergepath.{op}: matching leaves of a_values and b_values must have the "
@@ -255,11 +250,11 @@ def merge_by_key(
     if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
         keys, moved = _merge_last_axis(
-            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, full_rows
+            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, full_rows, op
         )
         return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
     keys, idx = _merge_last_axis(
-        ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, full_rows
+        ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, full_rows, op
     )
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
@@ -289,16 +284,17 @@ def merge_runs(
             clamped to ``[0, d]`` (``d`` the row length).
         axis: the axis of the rows.
         descending: the runs are sorted largest first; so is the result.
-        return_indices: also return, for each output, its int32 position in the row of ``x``.
+        return_indices: also return, for each output, its position in the row of ``x``
+            (int32, or int64 when ``jax_enable_x64`` is on).
 
     Returns:
         ``x`` with every row merged; with ``return_indices=True``, ``(merged, indices)``.
 
     Raises:
-        TypeError: a complex or non-key dtype, a split that is not an integer, or
-            ``descending`` not a bool.
+        TypeError: a non-key dtype, a split that is not an integer, or ``descending`` not a
+            bool.
         ValueError: 0-d ``x``, ``axis`` out of range, ``split`` not of the batch shape, or
-            rows of 2**31 or more elements.
+            rows of 2**31 or more elements with ``jax_enable_x64`` off.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -317,15 +313,9 @@ def merge_runs(
     xl = jnp.moveaxis(x, ax, -1)
     require_sorted(xl, "x's first run (before split)", op, descending, end=splits)
     require_sorted(xl, "x's second run (from split on)", op, descending, begin=splits)
-    if x.size == 0:
-        keys, idx = xl, jnp.broadcast_to(jnp.arange(d, dtype=np.int32), xl.shape)
-    else:
-        payload = Payload.INDEX if return_indices else Payload.NONE
-        outs = merge_p.bind(
-            xl, xl, splits, splits, descending=descending, payload=int(payload), runs=True,
-            full_rows=False,
-        )
-        keys, idx = outs[0], (outs[1] if return_indices else None)
+    keys, idx = merge_runs_rows(
+        xl, splits, descending=descending, return_indices=bool(return_indices), op=op
+    )
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(idx, -1, ax)) if return_indices else keys
 
@@ -336,7 +326,9 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
 
     This is the split that cuts a merge into independent pieces (the merge path): the first
     ``k`` outputs take ``i`` elements of ``a`` and ``k - i`` of ``b``. The key order and the
-    precondition are :func:`merge`'s (unsorted inputs give some split in range).
+    precondition are :func:`merge`'s (unsorted inputs give some split in range). Complex keys
+    and merged axes of 2**31 elements or more (with ``jax_enable_x64`` on) are split by a
+    binary search in jnp over their order keys, with the same result.
 
     Args:
         k: output positions: an int or 0-d int array (for batched ``a`` and ``b``, one
@@ -344,18 +336,21 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
             shape of ``a`` and ``b`` (any trailing shape of queries; any shape at all for 1-d
             ``a``), clamped to ``[0, m + n]``.
         a: keys sorted along their last axis, of a key dtype.
-        b: keys of ``a``'s dtype sorted likewise, with ``a``'s leading (batch) dimensions.
+        b: keys sorted likewise, with ``a``'s leading (batch) dimensions; ``a`` and ``b`` of
+            different dtypes are promoted as for :func:`merge`.
         descending: ``a`` and ``b`` are sorted largest first.
 
     Returns:
-        int32 ``i`` of ``k``'s shape (a 0-d ``k`` with batched ``a`` and ``b``: the batch
-        shape), ``max(0, k - n) <= i <= min(k, m)``.
+        ``i`` of ``k``'s shape (a 0-d ``k`` with batched ``a`` and ``b``: the batch shape),
+        ``max(0, k - n) <= i <= min(k, m)``: int32, or int64 when ``jax_enable_x64`` is on (as
+        ``jnp.argsort``).
 
     Raises:
-        TypeError: ``a`` and ``b`` of different dtypes, a complex or non-key dtype, ``k`` not
-            of an integer dtype, or ``descending`` not a bool.
+        TypeError: a non-key dtype, ``k`` not of an integer dtype, or ``descending`` not a
+            bool.
         ValueError: batch dimensions that differ, ``k``'s leading dimensions not the batch
-            shape, or ``m + n`` of 2**31 or more.
+            shape, ``m + n`` of 2**31 or more with ``jax_enable_x64`` off, or dtypes without a
+            common dtype (as for :func:`merge`).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -363,18 +358,16 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         Array([0, 1, 2], dtype=int32)
     """
     op = "co_rank"
-    a_in, b_in = a, b
-    a = as_key_array(a, "a", op, like=b if hasattr(b, "dtype") else None)
-    b = as_key_array(b, "b", op, like=None if hasattr(b_in, "dtype") else a)
-    check_same_dtype(a, b, "a and b", op, list_note(a_in) + list_note(b_in))
+    a, b = promote_keys(a, b, ("a", "b"), op)
     descending = check_direction(descending, op)
     batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
     check_length(m + n, op)
+    kdt = position_dtype(m + n)
     k = (
-        clamp_int32(k, m + n)
+        clamp_index(k, m + n, kdt)
         if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-        else as_array(host_index_array(k), "k", op)
+        else as_array(host_index_array(k, kdt), "k", op)
     )
     check_int_dtype(k, "k", op)
     if k.ndim == 0:  # an int: one position a row
@@ -385,13 +378,10 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
             f"{batch}, got k of shape {k.shape}"
         )
     query_shape = k.shape[len(batch) :]
-    kk = clamp_int32(k, m + n).reshape(*batch, math.prod(query_shape))  # (batch may hold a 0)
+    kk = clamp_index(k, m + n, kdt).reshape(*batch, math.prod(query_shape))  # (batch may hold 0)
     require_sorted(a, "a", op, descending)
     require_sorted(b, "b", op, descending)
-    if kk.size == 0 or m == 0 or n == 0:
-        out = kk if n == 0 else jnp.zeros_like(kk)  # one side empty: the split is trivial
-    else:
-        out = co_rank_p.bind(kk, a, b, descending=descending)
+    out = co_rank_rows(kk, a, b, descending=descending, op=op)
     return out.reshape(*batch, *query_shape)
 
 
@@ -414,7 +404,7 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
         are sorted.
 
     Raises:
-        TypeError: a complex or non-key dtype, or ``descending`` not a bool.
+        TypeError: a non-key dtype, or ``descending`` not a bool.
         ValueError: 0-d ``x`` or ``axis`` out of range.
 
     Example:
@@ -429,4 +419,4 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     xl = jnp.moveaxis(x, ax, -1)
     if xl.size == 0 or definitely(lambda: xl.shape[-1] <= 1):
         return jnp.ones(xl.shape[:-1], jnp.bool_)
-    return is_sorted_p.bind(xl, descending=descending)
+    return is_sorted_rows(xl, descending=descending)

@@ -19,6 +19,7 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
+from jax_mergepath._checks import position_dtype
 from jax_mergepath._gather import take_along_bits
 
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -84,14 +85,16 @@ def check_sorted_inputs(enabled: bool = True) -> Iterator[None]:
 def _valid_part(x: jax.Array, begin: jax.Array | None, end: jax.Array | None) -> jax.Array:
     """x (rows along the last axis) with every element outside [begin, end) of its row replaced
     by the nearest element inside (equal neighbours are sorted), so is_sorted of the result
-    checks the range alone; an empty range gives a constant row. begin / end: int32 (*batch),
-    within [0, d], or None (0 / d)."""
+    checks the range alone; an empty range gives a constant row. begin / end: integers (*batch),
+    within [0, d], or None (0 / d); positions are position_dtype(d) (int64 on an axis of 2**31
+    elements or more)."""
     d = x.shape[-1]
     if d == 0:
         return x
-    pos = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
-    lo = jnp.zeros(x.shape[:-1], np.int32) if begin is None else begin
-    hi = jnp.full(x.shape[:-1], d, np.int32) if end is None else end
+    dtype = position_dtype(d)
+    pos = lax.broadcasted_iota(dtype, x.shape, x.ndim - 1)
+    lo = jnp.zeros(x.shape[:-1], dtype) if begin is None else begin.astype(dtype)
+    hi = jnp.full(x.shape[:-1], d, dtype) if end is None else end.astype(dtype)
     hi = jnp.maximum(hi - 1, lo)
     idx = jnp.minimum(jnp.clip(pos, lo[..., None], hi[..., None]), d - 1)
     return take_along_bits(x, idx, -1)

@@ -54,6 +54,11 @@ merge_p = Primitive("jmp_merge")
 merge_p.multiple_results = True
 
 
+def _weak(aval) -> bool:
+    """Outputs keep the weak types of the operands they permute (as jnp.sort / lax.sort)."""
+    return bool(getattr(aval, "weak_type", False))
+
+
 def _merge_out_length(a_shape: Sequence[int], b_shape: Sequence[int], runs: bool) -> int:
     return a_shape[-1] if runs else a_shape[-1] + b_shape[-1]
 
@@ -61,11 +66,12 @@ def _merge_out_length(a_shape: Sequence[int], b_shape: Sequence[int], runs: bool
 def _merge_abstract_eval(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows):
     del a_valid, b_valid, descending, full_rows
     shape = (*a.shape[:-1], _merge_out_length(a.shape, b.shape, runs))
-    outs = [ShapedArray(shape, a.dtype)]
+    outs = [ShapedArray(shape, a.dtype, weak_type=_weak(a) and (runs or _weak(b)))]
     if payload == Payload.INDEX:
         outs.append(ShapedArray(shape, np.int32))
     elif payload == Payload.VALUE:
-        outs.append(ShapedArray(shape, values[0].dtype))
+        weak = all(_weak(v) for v in values)
+        outs.append(ShapedArray(shape, values[0].dtype, weak_type=weak))
     return outs
 
 
@@ -240,11 +246,11 @@ sort_p.multiple_results = True
 
 def _sort_abstract_eval(keys, *values, descending, payload):
     del descending
-    outs = [ShapedArray(keys.shape, keys.dtype)]
+    outs = [ShapedArray(keys.shape, keys.dtype, weak_type=_weak(keys))]
     if payload == Payload.INDEX:
         outs.append(ShapedArray(keys.shape, np.int32))
     elif payload == Payload.VALUE:
-        outs.append(ShapedArray(keys.shape, values[0].dtype))
+        outs.append(ShapedArray(keys.shape, values[0].dtype, weak_type=_weak(values[0])))
     return outs
 
 

@@ -3,11 +3,8 @@
 types.
 
 Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
-the primitives (_primitives.py: sort_p, searchsorted_p) and moved back; rows of length 0 or 1
-never reach a kernel. Several keys (lax_sort, num_keys > 1) are packed into one unsigned key
-when their order keys fit 64 bits together (_order.py), and sorted least significant group
-first otherwise (each sort is stable, so the groups' order is lexicographic). Integer and bool
-keys packed into one key are unpacked from the sorted packed key (the keys are never gathered).
+the row-level sorts and searches (_rows.py, which pick the kernels or the order-key way by key
+dtype and axis length) and moved back.
 """
 
 from __future__ import annotations
@@ -20,37 +17,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_mergepath._checks import (
-    INDEX_LIMIT,
     ArrayLike,
     PyTree,
     as_array,
     as_key_array,
     check_direction,
     check_int_dtype,
-    check_length,
+    check_key_dtype,
     check_values,
-    definitely,
     fusable_values,
     gather_along,
     normalize_axis,
     static_int,
 )
-from jax_mergepath._gather import take_along_bits
-from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
+from jax_mergepath._dtypes import promote
 from jax_mergepath._preconditions import require_sorted
-from jax_mergepath._primitives import Payload, searchsorted_p, sort_p
-
-
-def _sort_last_axis(
-    keys: jax.Array, values: tuple[jax.Array, ...], descending: bool, payload: Payload
-) -> tuple[jax.Array, jax.Array | None]:
-    """sort_p on keys whose sorted axis is last; rows of 0 or 1 elements never reach a kernel."""
-    if keys.size == 0 or definitely(lambda: keys.shape[-1] <= 1):
-        if payload == Payload.INDEX:
-            return keys, jnp.zeros(keys.shape, np.int32)
-        return keys, (values[0] if payload == Payload.VALUE else None)
-    outs = sort_p.bind(keys, *values, descending=descending, payload=int(payload))
-    return outs[0], (outs[1] if len(outs) > 1 else None)
+from jax_mergepath._primitives import Payload
+from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 
 
 def _prepare(
@@ -68,7 +51,6 @@ def _prepare(
     x = as_key_array(x, name, op)
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, name, op, traced_error=traced_error)
-    check_length(x.shape[ax], op)
     return x, ax, descending
 
 
@@ -97,16 +79,24 @@ def sort(
     stable: bool = True,
     descending: bool = False,
 ) -> jax.Array:
-    """Stable sort along ``axis``: a drop-in for ``jnp.sort`` (every row of the other axes
-    sorted independently, in one kernel call).
+    """Stable sort along ``axis``: a drop-in for ``jnp.sort``, with the same result bit for
+    bit (every row of the other axes sorted independently, in one kernel call).
 
     The order is ``jnp.argsort(stable=True)``'s: NaN last (first when ``descending``),
-    -0.0 == +0.0, ties in input order in both directions; sorted values are the input's bits
-    (so -0.0 and NaN payloads survive). Subnormals are ordered as the numbers they are.
+    -0.0 == +0.0, equal keys in input order; sorted values are the input's bits (so -0.0 and
+    NaN payloads survive). ``descending=True`` returns the ascending sort reversed, as
+    ``jnp.sort``: equal keys then come out in reverse input order (visible only in the bits of
+    floats: -0.0 / +0.0, NaN payloads). Subnormals are ordered as the numbers they are. The
+    float8 types whose only NaN is the negative-zero pattern (the ``fnuz`` ones) order it
+    first, as jnp does. Complex keys order by real part, then imaginary part.
+
+    Axes of 2**31 elements or more run as ``lax.sort`` of the order keys (the kernels' int32
+    positions cannot hold them), with the same result.
 
     Args:
-        a: keys of a key dtype (bool, integers, float16/bfloat16/float32/float64), >= 1-d
-            (any shape with ``axis=None``).
+        a: keys of a key dtype (bool, integers including int2 / int4, the float8 types,
+            float4_e2m1fn, float16 / bfloat16 / float32 / float64, complex), >= 1-d (any shape
+            with ``axis=None``).
         axis: the axis to sort along (a static int); None sorts the flattened array, as
             ``jnp.sort``.
         kind: not supported, as in ``jnp.sort``: anything but None raises.
@@ -116,15 +106,14 @@ def sort(
         descending: sort largest first.
 
     Returns:
-        a sorted along axis (of shape ``(a.size,)`` for ``axis=None``).
+        a sorted along axis (of shape ``(a.size,)`` for ``axis=None``), of a's dtype and weak
+        type.
 
     Raises:
-        TypeError: complex or non-key dtype, descending not a bool, ``kind`` or ``order``
-            given (as ``jnp.sort``).
-        ValueError: a is 0-d (and axis is not None), axis out of range, axis traced (a
-            ``jax.jit`` argument: make it static, as ``jnp.sort`` requires), or the axis has
-            2**31 or more elements (a symbolic ``jax.export`` dimension that may be that long
-            is checked at run time instead: JaxRuntimeError).
+        TypeError: a non-key dtype, descending not a bool, ``kind`` or ``order`` given (as
+            ``jnp.sort``).
+        ValueError: a is 0-d (and axis is not None), axis out of range, or axis traced (a
+            ``jax.jit`` argument: make it static, as ``jnp.sort`` requires).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -137,8 +126,10 @@ def sort(
         Array([0, 1, 2, 3], dtype=int32)
     """
     del stable  # always stable
-    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, "sort")
-    keys, _ = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.NONE)
+    op = "sort"
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
+    keys, _ = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
+                        payload=Payload.NONE, op=op, reverse_ties=True)
     return jnp.moveaxis(keys, -1, ax)
 
 
@@ -151,7 +142,8 @@ def argsort(
     stable: bool = True,
     descending: bool = False,
 ) -> jax.Array:
-    """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``.
+    """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``, with the
+    same result bit for bit.
 
     Args:
         a: keys of a key dtype, >= 1-d (any shape with ``axis=None``).
@@ -164,7 +156,10 @@ def argsort(
         descending: largest first; ties still keep their input order.
 
     Returns:
-        int32 positions along axis such that ``take_along_axis(a, idx, axis)`` is sorted.
+        positions along axis such that ``take_along_axis(a, idx, axis)`` is sorted, in
+        ``jnp.argsort``'s dtype: int32, or int64 when ``jax_enable_x64`` is on. An axis of
+        2**31 elements or more runs as ``lax.sort`` with int64 positions; with x64 off jax
+        makes them int32 (with a warning), as it does for ``jnp.argsort``.
 
     Raises:
         TypeError, ValueError: as for :func:`sort`.
@@ -179,8 +174,10 @@ def argsort(
         Array([2, 1, 0, 3], dtype=int32)
     """
     del stable  # always stable
-    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, "argsort")
-    _, idx = _sort_last_axis(jnp.moveaxis(x, ax, -1), (), descending, Payload.INDEX)
+    op = "argsort"
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
+    _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
+                       payload=Payload.INDEX, op=op, wrap_positions=True)
     return jnp.moveaxis(idx, -1, ax)
 
 
@@ -198,11 +195,12 @@ def sort_by_key(
 
     ``values`` is an array or a pytree of arrays whose leaves have the keys' shape, optionally
     followed by trailing dimensions (positions of shape ``(n, 3)`` for keys ``(n,)``). One leaf
-    shaped exactly like the keys, 1 to 8 bytes wide, travels inside the sort kernel; other
-    layouts are gathered with the sort's permutation.
+    shaped exactly like the keys, 1 to 8 bytes wide (or narrower than a byte: it moves as
+    uint8), travels inside the sort kernel; other layouts are gathered with the sort's
+    permutation. Keys and values keep their dtypes and weak types, bit for bit.
 
     Args:
-        keys: keys of a key dtype, >= 1-d.
+        keys: keys of a key dtype (as for :func:`sort`), >= 1-d.
         values: the payload, any dtypes.
         axis: the keys' axis to sort along (the values' same axis moves with it).
         descending: largest key first; ties keep their input order.
@@ -212,7 +210,8 @@ def sort_by_key(
 
     Raises:
         TypeError, ValueError: as for :func:`sort`; ValueError when a leaf's leading shape is not
-        the keys' shape.
+        the keys' shape, or, with ``jax_enable_x64`` off, when leaves that must be gathered
+        (not one leaf shaped like the keys) go with an axis of 2**31 elements or more.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -227,62 +226,13 @@ def sort_by_key(
     leaves, tree = _check_leaves(values, keys, "values", op)
     kl = jnp.moveaxis(keys, ax, -1)
     if fusable_values(leaves, keys):
-        out, moved = _sort_last_axis(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending,
-                                     Payload.VALUE)
+        out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
+                               payload=Payload.VALUE, op=op)
         return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, [jnp.moveaxis(moved, -1, ax)])
-    out, idx = _sort_last_axis(kl, (), descending, Payload.INDEX)
+    out, idx = sort_rows(kl, (), descending=descending, payload=Payload.INDEX, op=op)
     idx = jnp.moveaxis(idx, -1, ax)
     moved = [gather_along(leaf, idx, ax) for leaf in leaves]
     return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, moved)
-
-
-def _max_key_bits() -> int:
-    """The widest unsigned key a sort takes: 64 bits, 32 without jax_enable_x64."""
-    return 64 if jax.config.jax_enable_x64 else 32
-
-
-def _packed_invertible(keys: list[jax.Array]) -> jax.Array | None:
-    """The keys' order keys packed into one unsigned sort key that gives them back (integer and
-    bool keys whose widths fit _max_key_bits together), else None. Equal packed keys then have
-    equal keys, so a stable sort of the packed key is the keys' stable lexicographic sort."""
-    if not all(is_invertible(k.dtype) for k in keys):
-        return None
-    if sum(k.dtype.itemsize * 8 for k in keys) > _max_key_bits():
-        return None
-    return pack_order_keys(keys)
-
-
-def _sort_with_others(key: jax.Array, others: list[jax.Array]) -> tuple[jax.Array, list]:
-    """One stable sort by `key` (sorted axis last) moving `others`: none, one that rides in the
-    kernel (fusable_values), or several gathered with the permutation."""
-    if not others:
-        return _sort_last_axis(key, (), False, Payload.NONE)[0], []
-    if len(others) == 1 and fusable_values(others, key):
-        sorted_key, value = _sort_last_axis(key, (others[0],), False, Payload.VALUE)
-        return sorted_key, [value]
-    sorted_key, perm = _sort_last_axis(key, (), False, Payload.INDEX)
-    return sorted_key, [take_along_bits(x, perm, -1) for x in others]
-
-
-def _lexsort_indices(keys: list[jax.Array], op: str) -> jax.Array:
-    """Stable argsort (last axis) by several keys, most significant first: their order keys
-    packed into unsigned keys of at most 64 bits (32 without jax_enable_x64), groups sorted
-    least significant first, each sort stable."""
-    max_bits = _max_key_bits()
-    for k in keys:
-        if k.dtype.itemsize * 8 > max_bits:
-            raise TypeError(
-                f"jax_mergepath.{op}: {k.dtype} keys need jax_enable_x64 for several keys"
-            )
-    perm = None
-    for group in reversed(pack_groups(keys, max_bits)):
-        packed = pack_order_keys([keys[i] for i in group])
-        if perm is not None:
-            packed = jnp.take_along_axis(packed, perm, axis=-1)
-        _, idx = _sort_last_axis(packed, (), False, Payload.INDEX)
-        perm = idx if perm is None else jnp.take_along_axis(perm, idx, axis=-1)
-    assert perm is not None
-    return perm
 
 
 def _lax_sort(
@@ -303,18 +253,8 @@ def _lax_sort(
     if ops[0].ndim == 0:
         raise ValueError(f"jax_mergepath.{op}: operands must have at least one dimension")
     ax = normalize_axis(dimension, ops[0].ndim, names[0], op, arg="dimension")
-    check_length(ops[0].shape[ax], op)
     last = [jnp.moveaxis(x, ax, -1) for x in ops]
-    keys_in, others_in = last[:num_keys], last[num_keys:]
-    if num_keys == 1:
-        key, moved = _sort_with_others(keys_in[0], others_in)
-        out = [key, *moved]
-    elif (packed := _packed_invertible(keys_in)) is not None:
-        key, moved = _sort_with_others(packed, others_in)
-        out = [*unpack_order_keys(key, [k.dtype for k in keys_in]), *moved]
-    else:
-        perm = _lexsort_indices(keys_in, op)
-        out = [take_along_bits(x, perm, -1) for x in last]
+    out = lexsort_rows(last[:num_keys], last[num_keys:], op)
     return [jnp.moveaxis(x, -1, ax) for x in out]
 
 
@@ -328,11 +268,13 @@ def lax_sort(
     ``num_keys`` of its arrays, lexicographically, moving the others along.
 
     Always stable, which is a valid answer for ``is_stable=False`` too. The order of each key
-    is ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0); it differs from
-    ``jax.lax.sort`` on the CPU only in ordering subnormal floats as numbers (XLA:CPU flushes
-    them to zero). Several keys are packed into one unsigned key when their widths sum to at
-    most 64 bits; integer and bool keys packed so are unpacked from the sorted key (never
-    gathered).
+    is ``jnp.argsort(stable=True)``'s (NaN last, -0.0 == +0.0; complex keys by real, then
+    imaginary part); it differs from ``jax.lax.sort`` on the CPU only in ordering subnormal
+    floats as numbers (XLA:CPU flushes them to zero). Several keys are packed into one unsigned
+    key when their widths sum to at most 64 bits; integer and bool keys packed so are unpacked
+    from the sorted key (never gathered). Arrays keep their dtypes and weak types, bit for bit
+    (values narrower than a byte move as uint8). Axes of 2**31 elements or more run as
+    ``lax.sort`` of the order keys, with the same result.
 
     Args:
         operand: one array, or a sequence (list, tuple) of arrays of one shape, keys first.
@@ -346,7 +288,7 @@ def lax_sort(
         for a sequence (a one-element sequence too).
 
     Raises:
-        TypeError: an empty sequence (as ``jax.lax.sort``), a key of complex or non-key dtype,
+        TypeError: an empty sequence (as ``jax.lax.sort``), a key of a non-key dtype,
             ``dimension`` or ``num_keys`` not an int, or traced (a ``jax.jit`` argument: make
             it static).
         ValueError: arrays of different shapes, 0-d arrays, num_keys out of range (or not 1
@@ -400,7 +342,7 @@ def sort_key_val(
         ``(sorted keys, values permuted with them)``.
 
     Raises:
-        TypeError: keys of complex or non-key dtype, ``dimension`` not an int or traced (a
+        TypeError: keys of a non-key dtype, ``dimension`` not an int or traced (a
             ``jax.jit`` argument: make it static).
         ValueError: values not of the keys' shape, 0-d keys, dimension out of range.
 
@@ -442,11 +384,14 @@ def searchsorted(
     the search is one merge-path pass over ``a`` and ``v`` (other query shapes are searched
     query by query, with the same result). The pass reads all of ``a``: it pays when the
     queries are many. With a few queries a row (64 in rows of 1024 keys, say) the binary
-    search reads less and runs faster.
+    search reads less and runs faster. Complex keys (by real, then imaginary part) are
+    searched by a binary search in jnp over their order keys, with the kernels' results.
 
     Args:
         a: the sorted array: 1-d, or (*batch, n) with one sorted row per batch entry.
         v: the queries: any shape for 1-d ``a``; else leading dimensions equal to the batch.
+            ``a`` and ``v`` are promoted to a common dtype first, as ``jnp.searchsorted`` does
+            (a Python scalar takes ``a``'s dtype).
         side: "left" or "right".
         sorter: None, or int positions of ``a``'s shape (a's batch shape and any row length)
             that sort each row: the search runs in ``take_along_axis(a, sorter, -1)``
@@ -459,14 +404,18 @@ def searchsorted(
             unspecified, never out of bounds, when they are not).
 
     Returns:
-        int32 positions of v's shape.
+        positions of v's shape, in ``jnp.searchsorted``'s dtype: int32, int64 when ``a``'s
+        sorted axis has 2**31 elements or more (which needs ``jax_enable_x64``; such an axis
+        is searched in jnp over the order keys, with the same result).
 
     Raises:
-        TypeError: complex or non-key dtypes (a and v are promoted to a common dtype first, as
-            ``jnp.searchsorted`` does), or a ``sorter`` that is not of an integer dtype.
+        TypeError: non-key dtypes, or a ``sorter`` that is not of an integer dtype.
         ValueError: side not "left" / "right" or an unknown method (as
             ``jnp.searchsorted``), 0-d a, mismatched batch dimensions, a ``sorter`` whose
-            leading dimensions are not a's.
+            leading dimensions are not a's, or dtypes without a common dtype (jnp's
+            ``TypePromotionError``).
+        OverflowError: with ``jax_enable_x64`` off, ``a``'s sorted axis has 2**31 elements or
+            more (as ``jnp.searchsorted``).
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -489,15 +438,12 @@ def searchsorted(
         )
     if not isinstance(sorted_v, bool | np.bool_):
         raise TypeError(f"jax_mergepath.{op}: sorted_v must be a Python bool")
-    a_arr = as_array(a, "a", op)
+    a_arr = as_key_array(a, "a", op)
     v_arr = as_array(v, "v", op)
-    for arr, name in ((a_arr, "a"), (v_arr, "v")):
-        if jnp.issubdtype(arr.dtype, jnp.complexfloating):
-            as_key_array(arr, name, op)  # raises the complex-key TypeError naming the argument
+    check_key_dtype(v_arr, "v", op)
     # jnp.searchsorted's promotion: a Python scalar (weakly typed) takes a's dtype.
-    dtype = jnp.result_type(a_arr, v_arr)
-    a_arr = as_key_array(a_arr.astype(dtype), "a", op)
-    v_arr = v_arr.astype(dtype)
+    a_arr, v_arr = promote(a_arr, v_arr)
+    check_key_dtype(a_arr, "a and v (promoted)", op)
     batch = a_arr.shape[:-1]
     if sorter is not None:
         a_arr = _apply_sorter(a_arr, sorter, op)
@@ -509,23 +455,14 @@ def searchsorted(
             f"jax_mergepath.{op}: v's leading dimensions must be a's batch shape {batch}, "
             f"got v of shape {v_arr.shape}"
         )
-    n = a_arr.shape[-1]
     query_shape = v_arr.shape[len(batch) :]
-    queries = math.prod(query_shape)
-    check_length(n, op)
-    if v_arr.size == 0 or n == 0:
-        return jnp.zeros(v_arr.shape, np.int32)
-    flat = v_arr.reshape(*batch, queries)
+    flat = v_arr.reshape(*batch, math.prod(query_shape))
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
-    # query axes, each sorted along the last, every query is searched on its own instead) and a
-    # merged length that fits int32 positions.
-    # (A symbolic merged length is assumed to fit; the kernel checks it at run time.)
-    merge_path = (
-        bool(sorted_v)
-        and len(query_shape) <= 1
-        and not definitely(lambda: n + queries >= INDEX_LIMIT)
+    # query axes, each sorted along the last, every query is searched on its own instead).
+    out = searchsorted_rows(
+        a_arr, flat, right=side == "right", sorted_v=bool(sorted_v) and len(query_shape) <= 1,
+        op=op,
     )
-    out = searchsorted_p.bind(a_arr, flat, right=side == "right", sorted_v=merge_path)
     return out.reshape(v_arr.shape)
 
 

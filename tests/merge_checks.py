@@ -8,6 +8,7 @@ import jax
 import numpy as np
 from reference import (
     assert_bits_equal,
+    index_dtype,
     ref_co_rank,
     ref_merge,
     ref_merge_by_key,
@@ -28,12 +29,13 @@ TILE_TOTALS = sorted({t * k + d for t in MERGE_TILES for k in (1, 2) for d in (-
 
 
 def check_merge(a: Any, b: Any, *, values_only_too: bool = False, **kw: Any) -> None:
-    """merge(a, b, return_indices=True, **kw) equals the reference, indices included (int32).
+    """merge(a, b, return_indices=True, **kw) equals the reference, indices included
+    (index_dtype()).
     With values_only_too, also checks the plain call returns one array equal to the values."""
     want_v, want_i = ref_merge(a, b, **kw)
     got_v, got_i = jmp.merge(a, b, return_indices=True, **kw)
     assert_bits_equal(got_v, want_v, f"merged values {kw}")
-    assert np.asarray(got_i).dtype == np.int32, np.asarray(got_i).dtype
+    assert np.asarray(got_i).dtype == index_dtype(), np.asarray(got_i).dtype
     assert_bits_equal(got_i, want_i, f"merge indices {kw}")
     if values_only_too:
         got = jmp.merge(a, b, **kw)
@@ -54,7 +56,7 @@ def check_merge_runs(x: Any, split: Any, **kw: Any) -> None:
     want_v, want_i = ref_merge_runs(x, split, **kw)
     got_v, got_i = jmp.merge_runs(x, split, return_indices=True, **kw)
     assert_bits_equal(got_v, want_v, f"merge_runs values split={split} {kw}")
-    assert np.asarray(got_i).dtype == np.int32, np.asarray(got_i).dtype
+    assert np.asarray(got_i).dtype == index_dtype(), np.asarray(got_i).dtype
     assert_bits_equal(got_i, want_i, f"merge_runs indices split={split} {kw}")
     got = jmp.merge_runs(x, split, **kw)
     assert_bits_equal(got, want_v, f"merge_runs without indices split={split} {kw}")

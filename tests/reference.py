@@ -174,6 +174,11 @@ def random_keys(
 # ----------------------------------------------------------------------------- references
 
 
+def index_dtype() -> np.dtype:
+    """The dtype of positions (jnp.argsort's): int64 with jax_enable_x64 on, else int32."""
+    return np.dtype(np.int64 if jax.config.jax_enable_x64 else np.int32)
+
+
 def _axis(axis: int, ndim: int) -> int:
     assert -ndim <= axis < ndim, (axis, ndim)
     return axis % ndim
@@ -200,10 +205,11 @@ def order_key(x: Any) -> np.ndarray:
 
 
 def ref_argsort(x: Any, axis: int = -1, descending: bool = False) -> np.ndarray:
-    """Stable argsort in the package's key order, as int32 (jnp.argsort is the definition; see
-    order_key for why floats go through integer keys)."""
+    """Stable argsort in the package's key order, as index_dtype() (jnp.argsort is the
+    definition; see order_key for why floats go through integer keys)."""
     idx = jnp.argsort(
-        jnp.asarray(order_key(x)), axis=axis, stable=True, descending=descending, dtype=jnp.int32
+        jnp.asarray(order_key(x)), axis=axis, stable=True, descending=descending,
+        dtype=index_dtype(),
     )
     return np.asarray(idx)
 
@@ -218,7 +224,7 @@ def np_argsort(x: Any, axis: int = -1, descending: bool = False) -> np.ndarray:
         p = (d - 1 - np.argsort(keys[..., ::-1], axis=-1, kind="stable"))[..., ::-1]
     else:
         p = np.argsort(keys, axis=-1, kind="stable")
-    return np.moveaxis(p, -1, axis).astype(np.int32)
+    return np.moveaxis(p, -1, axis).astype(index_dtype())
 
 
 def _inverse_perm_last(p: np.ndarray) -> np.ndarray:
@@ -229,9 +235,17 @@ def _inverse_perm_last(p: np.ndarray) -> np.ndarray:
 
 
 def ref_sort(x: Any, axis: int = -1, descending: bool = False) -> np.ndarray:
-    """x sorted along axis in the key order (values gathered, so bits are kept)."""
+    """x sorted stably along axis in the key order (values gathered, so bits are kept): ties in
+    input order in both directions (argsort's, sort_by_key's order)."""
     x = np.asarray(x)
     return np.take_along_axis(x, np_argsort(x, axis, descending), axis)
+
+
+def ref_jnp_sort(x: Any, axis: int = -1, descending: bool = False) -> np.ndarray:
+    """jnp.sort's result: the ascending stable sort, reversed along axis when descending (so
+    ties come out in reverse input order: -0.0 / +0.0 and NaN payloads show it)."""
+    up = ref_sort(x, axis, False)
+    return np.flip(up, axis) if descending else up
 
 
 def sort_segments(
@@ -262,9 +276,10 @@ def ref_merge(
     a_length: Any = None,
     b_length: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(merged, idx) per docs/contract.md: the stable merge (all of a before all of b on ties), idx
-    = int32 positions in concatenate([a, b], axis). With a_length/b_length: merge of the valid
-    prefixes, then a's invalid tail, then b's invalid tail, tails in their original order."""
+    """(merged, idx) per docs/contract.md: the stable merge (all of a before all of b on ties),
+    idx = positions (index_dtype()) in concatenate([a, b], axis). With a_length/b_length: merge
+    of the valid prefixes, then a's invalid tail, then b's invalid tail, tails in their original
+    order."""
     a, b = np.asarray(a), np.asarray(b)
     axis = _axis(axis, a.ndim)
     m, n = a.shape[axis], b.shape[axis]
@@ -283,7 +298,7 @@ def ref_merge(
         group = np.where(pos < m, np.where(pos < la, 0, 1), np.where(pos - m < lb, 0, 2))
         composite = group * (m + n) + np.where(group == 0, rank, pos)
         perm = np.moveaxis(np.argsort(composite, axis=-1, kind="stable"), -1, axis)
-        perm = perm.astype(np.int32)
+        perm = perm.astype(index_dtype())
     return np.take_along_axis(c, perm, axis), perm
 
 

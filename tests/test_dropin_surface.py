@@ -1,11 +1,11 @@
-# What goes IN (SPEC "Signatures", "Errors", "Merge"): jnp's and lax's signatures (positional
-# axis, axis=None, kind / order / stable, lax.sort's operand forms, sort_key_val, searchsorted's
-# sorter and method) with jnp's exception types; traced axes / dimensions / num_keys named, with
-# how to make them static; check_sorted_inputs (checkify checks of sorted inputs: eager, jit,
-# vmap, ragged prefixes, the first unsorted row, and an unchanged program when off);
-# merge_by_key's ragged rows against the numpy reference (CPU, jit, vmap, grad); py.typed; the
-# quickstart's --help. References: jnp / lax themselves on data without subnormals, and
-# reference.py's numpy merges.
+# What goes IN (docs/contract.md "Signatures, weak types, promotion", "Errors", "Merge family"):
+# jnp's and lax's signatures (positional axis, axis=None, kind / order / stable, lax.sort's operand
+# forms, sort_key_val, searchsorted's sorter and method) with jnp's exception types; traced axes /
+# dimensions / num_keys named, with how to make them static; check_sorted_inputs (checkify checks of
+# sorted inputs: eager, jit, vmap, ragged prefixes, the first unsorted row, and an unchanged program
+# when off); merge_by_key's ragged rows against the numpy reference (CPU, jit, vmap, grad);
+# py.typed; the quickstart's --help. References: jnp / lax themselves on data without subnormals,
+# and reference.py's numpy merges.
 from __future__ import annotations
 
 import importlib.util

@@ -234,18 +234,21 @@ def test_export_needs_the_disabled_checks():
 
 
 def test_symbolic_length_checks_run_when_decidable():
-    # The int32 limit is still checked at trace time when a constraint decides it...
+    # A length a constraint decides is 2**31 or more takes the long-axis way at trace time (x64
+    # on: XLA's sort, no kernel call)...
     (n,) = export.symbolic_shape("n", constraints=("n >= 2147483648",))
     too_long = jax.ShapeDtypeStruct((n,), jnp.int8)
-    with pytest.raises(ValueError, match="int32 indices"):
-        export.export(jax.jit(jmp.sort), disabled_checks=CHECKS)(too_long)
-    with pytest.raises(ValueError, match="int32 indices"):
-        export.export(jax.jit(jmp.merge), disabled_checks=CHECKS)(
-            too_long, jax.ShapeDtypeStruct((1,), jnp.int8)
-        )
-    # ...and for concrete dimensions, as before
-    with pytest.raises(ValueError, match="int32 indices"):
-        jax.eval_shape(jmp.argsort, jax.ShapeDtypeStruct((2**31,), jnp.int8))
+    exported = export.export(jax.jit(jmp.sort), disabled_checks=CHECKS)(too_long)
+    assert "jmp_sort" not in exported.mlir_module()
+    # ...and with x64 off the merges raise, for it and for concrete dimensions
+    with jax.enable_x64(False):
+        with pytest.raises(ValueError, match="jax_enable_x64"):
+            export.export(jax.jit(jmp.merge), disabled_checks=CHECKS)(
+                too_long, jax.ShapeDtypeStruct((1,), jnp.int8)
+            )
+        with pytest.raises(ValueError, match="jax_enable_x64"):
+            jax.eval_shape(jmp.merge, jax.ShapeDtypeStruct((2**31,), jnp.int8),
+                           jax.ShapeDtypeStruct((1,), jnp.int8))  # fmt: skip
     # a length that may fit is left to the kernel (which checks it again at run time)
     (n,) = export.symbolic_shape("n")
     export.export(jax.jit(jmp.sort), disabled_checks=CHECKS)(jax.ShapeDtypeStruct((n,), jnp.int8))

@@ -15,9 +15,11 @@ from merge_checks import DIR_IDS, DIRECTIONS
 from reference import (
     assert_bits_equal,
     dtype_id,
+    index_dtype,
     np_argsort,
     random_keys,
     ref_argsort,
+    ref_jnp_sort,
     ref_sort,
 )
 from sort_checks import (
@@ -48,7 +50,7 @@ def test_sort_tile_sizes(rng, dtype, label):
         pattern = "few" if descending else "random"
         x = random_keys(rng, dtype, (n,), pattern)
         got = jmp.sort(x, descending=descending)
-        assert_bits_equal(got, ref_sort(x, -1, descending), f"sort n={n} desc={descending}")
+        assert_bits_equal(got, ref_jnp_sort(x, -1, descending), f"sort n={n} desc={descending}")
         n = size_of(label, sort_tile(dtype, 4))
         x = random_keys(rng, dtype, (n,), pattern)
         got = jmp.argsort(x, descending=descending)
@@ -99,15 +101,15 @@ def test_stability_hand_example():
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
 @pytest.mark.parametrize("n", [1, 2, 100, 5000, 20001])
 def test_all_equal_keeps_input_order(rng, n, descending):
-    """All keys equal (+0.0 and -0.0 mixed): argsort is the identity and sort returns the input
-    bits unchanged, in both directions."""
+    """All keys equal (+0.0 and -0.0 mixed): argsort is the identity in both directions; sort
+    returns the input bits unchanged, reversed when descending (as jnp.sort)."""
     x = np.where(rng.random(n) < 0.5, 0.0, -0.0).astype(np.float32)
     got = jmp.sort(x, descending=descending)
-    assert_bits_equal(got, x, "all-equal sort")
+    assert_bits_equal(got, x[::-1] if descending else x, "all-equal sort")
     idx = jmp.argsort(x, descending=descending)
-    assert_bits_equal(idx, np.arange(n, dtype=np.int32), "all-equal argsort")
+    assert_bits_equal(idx, np.arange(n, dtype=index_dtype()), "all-equal argsort")
     ints = np.full(n, -3, np.int64)
-    assert_bits_equal(jmp.argsort(ints, descending=descending), np.arange(n, dtype=np.int32))
+    assert_bits_equal(jmp.argsort(ints, descending=descending), np.arange(n, dtype=index_dtype()))
 
 
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
@@ -191,31 +193,32 @@ def test_argsort_matches_jnp_reference_on_batches(rng):
     ids=dtype_id,
 )  # fmt: skip
 def test_matches_jnp_sort_and_argsort(rng, dtype, descending):
-    """Without subnormals (XLA:CPU flushes them), sort equals jnp.sort as numbers and argsort
-    equals jnp.argsort(stable=True) exactly."""
+    """Without subnormals (XLA:CPU flushes them), sort equals jnp.sort bit for bit (ties of a
+    descending sort reversed, as jnp) and argsort equals jnp.argsort(stable=True) exactly,
+    dtypes included."""
     x = no_subnormals(random_keys(rng, dtype, (3, 1001)))
-    got = np.asarray(jmp.sort(x, descending=descending))
-    want = np.asarray(jnp.sort(x, descending=descending))
-    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
-    got_i = np.asarray(jmp.argsort(x, descending=descending))
-    want_i = np.asarray(jnp.argsort(x, stable=True, descending=descending))
-    np.testing.assert_array_equal(got_i, want_i.astype(np.int32))
+    assert_bits_equal(jmp.sort(x, descending=descending), jnp.sort(x, descending=descending))
+    got_i = jmp.argsort(x, descending=descending)
+    assert_bits_equal(got_i, jnp.argsort(x, stable=True, descending=descending))
 
 
 def test_accepts_jax_arrays_and_lists():
     np.testing.assert_array_equal(np.asarray(jmp.sort(jnp.array([3, 1, 2], jnp.int32))), [1, 2, 3])
     got = jmp.argsort([2.0, -1.0, 0.5])
     np.testing.assert_array_equal(np.asarray(got), [1, 2, 0])
-    assert np.asarray(got).dtype == np.int32
+    assert np.asarray(got).dtype == index_dtype()
     k, v = jmp.sort_by_key(jnp.array([2, 0, 1]), jnp.array([10.0, 20.0, 30.0]))
     np.testing.assert_array_equal(np.asarray(k), [0, 1, 2])
     np.testing.assert_array_equal(np.asarray(v), [20.0, 30.0, 10.0])
 
 
-def test_argsort_int32_with_x64():
+def test_argsort_int64_with_x64():
+    """argsort's positions are jnp.argsort's: int64 with x64 on (int32 with it off)."""
     assert jax.config.jax_enable_x64
     for dt in (np.int64, np.float64, np.uint8):
-        assert np.asarray(jmp.argsort(np.arange(10, dtype=dt)[::-1])).dtype == np.int32
+        assert np.asarray(jmp.argsort(np.arange(10, dtype=dt)[::-1])).dtype == np.int64
+        with jax.enable_x64(False):
+            assert jmp.argsort(np.arange(10, dtype=np.int32)).dtype == np.int32
 
 
 # ------------------------------------------------------------------------------ sort_by_key
@@ -229,7 +232,7 @@ def test_sort_by_key_array_values(rng, n, descending):
     check_sort_by_key(keys, vals, descending=descending)
     got_k, got_v = jmp.sort_by_key(keys, vals, descending=descending)
     assert isinstance(got_v, jax.Array), type(got_v)
-    assert_bits_equal(got_v, np_argsort(keys, -1, descending), "values = argsort")
+    assert_bits_equal(got_v, np_argsort(keys, -1, descending).astype(np.int32), "values = argsort")
 
 
 @pytest.mark.parametrize("label", ["1", "tile-1", "tile", "tile+1", "2tile+1", "3tile", "4tile+1"])

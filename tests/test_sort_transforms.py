@@ -15,7 +15,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from merge_checks import DIR_IDS, DIRECTIONS
-from reference import assert_bits_equal, canonical_nans, np_argsort, random_keys, ref_sort
+from reference import (
+    assert_bits_equal,
+    canonical_nans,
+    np_argsort,
+    random_keys,
+    ref_jnp_sort,
+    ref_sort,
+)
 from sort_checks import (
     assert_tree_bits_equal,
     distinct_floats,
@@ -37,11 +44,11 @@ def test_jit_sort_argsort(rng, descending):
     x = random_keys(rng, np.float32, (3, 2001), "special")
     f = jax.jit(functools.partial(jmp.sort, descending=descending))
     g = jax.jit(functools.partial(jmp.argsort, descending=descending))
-    assert_bits_equal(f(x), ref_sort(x, -1, descending), "jit sort")
+    assert_bits_equal(f(x), ref_jnp_sort(x, -1, descending), "jit sort")
     assert_bits_equal(g(x), np_argsort(x, -1, descending), "jit argsort")
     assert_bits_equal(f(x), jmp.sort(x, descending=descending), "jit vs eager")
     h = jax.jit(functools.partial(jmp.sort, axis=0, descending=descending))
-    assert_bits_equal(h(x.T), ref_sort(x.T, 0, descending), "jit sort axis=0")
+    assert_bits_equal(h(x.T), ref_jnp_sort(x.T, 0, descending), "jit sort axis=0")
 
 
 def test_jit_sort_by_key_and_composition(rng):
@@ -84,7 +91,7 @@ def test_vmap_sort_in_axes(rng, descending):
     # the per-example call sorts along its axis 0 of a 2-D example
     Y = random_keys(rng, np.float32, (5, 40, 3), "special")
     got = jax.vmap(functools.partial(jmp.sort, axis=0, descending=descending))(Y)
-    assert_bits_equal(got, ref_sort(Y, 1, descending), "vmap of axis=0 sort")
+    assert_bits_equal(got, ref_jnp_sort(Y, 1, descending), "vmap of axis=0 sort")
 
 
 def test_vmap_nested(rng):
@@ -239,13 +246,21 @@ def test_grad_sort_matches_jnp_sort(rng, dtype, descending):
     assert_bits_equal(got, want, "grad sort axis=0")
 
 
+def _jnp_sort_perm(x, descending: bool) -> np.ndarray:
+    """The permutation jnp.sort applies along the last axis: the stable ascending one, reversed
+    when descending."""
+    up = np_argsort(x, -1, False)
+    return np.flip(up, -1) if descending else up
+
+
 def test_grad_sort_with_ties_follows_the_stable_permutation(rng):
-    """With ties the gradient goes to the element the stable order put at each position."""
+    """With ties the gradient goes to the element the stable order put at each position
+    (descending: the ascending order reversed, as jnp.sort)."""
     x = random_keys(rng, np.float32, (2, 400), "few")
     x = np.where(np.isnan(x), np.float32(3.0), x)
     w = rng.standard_normal((2, 400)).astype(np.float32)
     for descending in DIRECTIONS:
-        perm = np_argsort(x, -1, descending)
+        perm = _jnp_sort_perm(x, descending)
         got = jax.grad(lambda x, d=descending: (jmp.sort(x, descending=d) * w).sum())(x)
         want = jax.grad(lambda x, p=perm: (jnp.take_along_axis(x, p, -1) * w).sum())(x)
         assert_bits_equal(got, want, f"grad with ties desc={descending}")
@@ -257,7 +272,7 @@ def test_jvp_sort(rng, dtype):
     x = random_keys(rng, dtype, (2, 300), "few")
     t = rng.standard_normal(x.shape).astype(dtype)
     for descending in DIRECTIONS:
-        perm = np_argsort(x, -1, descending)
+        perm = _jnp_sort_perm(x, descending)
         out, tangent = jax.jvp(functools.partial(jmp.sort, descending=descending), (x,), (t,))
         assert_bits_equal(out, np.take_along_axis(x, perm, -1), "jvp primal")
         assert_bits_equal(tangent, np.take_along_axis(t, perm, -1), "jvp tangent")
