@@ -117,7 +117,8 @@ def merge(
     full_rows = a_length is None and b_length is None
     al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
     _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
-    keys, extra = _merge_last_axis(al, bl, a_valid, b_valid, (), descending, payload, full_rows)
+    keys, extra = merge_rows(al, bl, a_valid, b_valid, (), descending=descending, payload=payload,
+                             full_rows=full_rows, op=op)
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(extra, -1, ax)) if return_indices else keys
 
@@ -144,25 +145,6 @@ def _require_pair_sorted(
         else:
             require_sorted(x, f"{name} (its valid prefix, {length_name})", op, descending,
                            end=valid)
-
-
-def _merge_last_axis(
-    a: jax.Array,
-    b: jax.Array,
-    a_valid: jax.Array,
-    b_valid: jax.Array,
-    values: tuple[jax.Array, ...],
-    descending: bool,
-    payload: Payload,
-    full_rows: bool,
-    op: str = "merge",
-) -> tuple[jax.Array, jax.Array | None]:
-    """The merge of arrays whose merged axis is last (_rows.merge_rows). full_rows: a_valid
-    and b_valid are the full lengths (no a_length / b_length given)."""
-    return merge_rows(
-        a, b, a_valid, b_valid, values, descending=descending, payload=payload,
-        full_rows=full_rows, op=op,
-    )
 
 
 def merge_by_key(
@@ -249,13 +231,11 @@ def merge_by_key(
                          descending, op)
     if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
         vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
-        keys, moved = _merge_last_axis(
-            ak, bk, a_valid, b_valid, vals, descending, Payload.VALUE, full_rows, op
-        )
+        keys, moved = merge_rows(ak, bk, a_valid, b_valid, vals, descending=descending,
+                                 payload=Payload.VALUE, full_rows=full_rows, op=op)
         return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
-    keys, idx = _merge_last_axis(
-        ak, bk, a_valid, b_valid, (), descending, Payload.INDEX, full_rows, op
-    )
+    keys, idx = merge_rows(ak, bk, a_valid, b_valid, (), descending=descending,
+                           payload=Payload.INDEX, full_rows=full_rows, op=op)
     idx = jnp.moveaxis(idx, -1, ax)
     out_leaves = [
         gather_along(concatenate_bits((va, vb), ax), idx, ax)

@@ -38,3 +38,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A numpy Generator seeded from the test's id: fresh data per test, reproducible per run."""
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drops jax's caches of traced and compiled programs after each test module: a module's
+    programs are not reused by the next, and the whole suite in one process otherwise grows
+    past 5 GB of host memory."""
+    yield
+    jax.clear_caches()
