@@ -33,6 +33,11 @@ DimSize = Any  # an int, or a symbolic dimension of jax.export
 INDEX_LIMIT = INT32_LIMIT  # the kernels' positions are int32
 
 
+
+class OperandShapeError(ValueError, TypeError):
+    """Operands of lax_sort / sort_key_val whose shapes differ: a ValueError as every
+    mismatched shape here, and a TypeError as ``jax.lax.sort`` raises for the same call."""
+
 def _is_array(x: Any) -> bool:
     return hasattr(x, "dtype") and hasattr(x, "shape")
 

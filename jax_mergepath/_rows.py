@@ -17,6 +17,7 @@ their operands' weak types.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -351,6 +352,12 @@ def searchsorted_rows(
     n, q = a.shape[-1], v.shape[-1]
     dtype = search_index_dtype(n)
     if not jax.config.jax_enable_x64 and definitely(lambda: n >= INT32_LIMIT):
+        warnings.warn(  # jnp.searchsorted's warning before its OverflowError
+            f"Explicitly requested dtype int64 requested in {op} is not available, and will be "
+            "truncated to dtype int32. To enable more dtypes, set the jax_enable_x64 "
+            "configuration option or the JAX_ENABLE_X64 shell environment variable.",
+            UserWarning, stacklevel=4,
+        )
         raise OverflowError(
             f"jax_mergepath.{op}: a has {n} elements along its sorted axis; positions past "
             f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64 (jnp.searchsorted raises "

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from jax_mergepath._checks import (
     ArrayLike,
+    OperandShapeError,
     PyTree,
     as_array,
     as_key_array,
@@ -141,6 +143,7 @@ def argsort(
     order: None = None,
     stable: bool = True,
     descending: bool = False,
+    dtype: DTypeLike | None = None,
 ) -> jax.Array:
     """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``, with the
     same result bit for bit.
@@ -154,10 +157,12 @@ def argsort(
         stable: accepted as in ``jnp.argsort``; the sort is always stable, which is a valid
             answer for ``stable=False`` too.
         descending: largest first; ties still keep their input order.
+        dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized: int64 is
+            int32 with x64 off; positions that do not fit wrap, as jnp's iota of that dtype).
 
     Returns:
         positions along axis such that ``take_along_axis(a, idx, axis)`` is sorted, in
-        ``jnp.argsort``'s dtype: int32, or int64 when ``jax_enable_x64`` is on. An axis of
+        ``dtype``, else ``jnp.argsort``'s: int32, or int64 when ``jax_enable_x64`` is on. An axis of
         2**31 elements or more runs as ``lax.sort`` with int64 positions; with x64 off jax
         makes them int32 (with a warning), as it does for ``jnp.argsort``.
 
@@ -178,6 +183,8 @@ def argsort(
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
     _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
                        payload=Payload.INDEX, op=op, wrap_positions=True)
+    if dtype is not None:
+        idx = idx.astype(jax.dtypes.canonicalize_dtype(dtype))
     return jnp.moveaxis(idx, -1, ax)
 
 
@@ -246,7 +253,7 @@ def _lax_sort(
     ops = keys + others
     for name, x in zip(names, ops, strict=True):
         if x.shape != ops[0].shape:
-            raise ValueError(
+            raise OperandShapeError(
                 f"jax_mergepath.{op}: every operand must have the shape of {names[0]} "
                 f"{ops[0].shape}, {name} has {x.shape}"
             )

@@ -49,7 +49,7 @@ def _params(fn) -> list[tuple[str, object, object]]:
     ("name", "theirs", "extra"),
     [
         ("sort", jnp.sort, []),
-        ("argsort", jnp.argsort, []),  # (jnp.argsort's dtype, of the indices, is not taken)
+        ("argsort", jnp.argsort, []),
         ("lax_sort", lax.sort, []),
         ("sort_key_val", lax.sort_key_val, []),
         ("searchsorted", jnp.searchsorted, ["sorted_v"]),
@@ -57,7 +57,7 @@ def _params(fn) -> list[tuple[str, object, object]]:
     ids=["sort", "argsort", "lax_sort", "sort_key_val", "searchsorted"],
 )
 def test_signatures_are_jnp_and_lax_ones(name, theirs, extra):
-    want = [p for p in _params(theirs) if p[0] != "dtype"]
+    want = _params(theirs)
     got = _params(getattr(jmp, name))
     assert [p for p in got if p[0] not in extra] == want
     assert all(p[1] == inspect.Parameter.KEYWORD_ONLY for p in got if p[0] in extra)

@@ -129,7 +129,11 @@ def _keys(rng: np.random.Generator, dtype: Any, shape: tuple[int, ...]) -> np.nd
     out = _set_where(wide, few, rng.choice(pool, shape))
     with np.errstate(all="ignore"):
         f = out.astype(np.float64)
-        tiny = float(ml_dtypes.finfo(dt).smallest_normal)
+        # XLA:CPU compares narrow floats as float16 and flushes float16 subnormals: values
+        # below float16's smallest normal (normal in the float8 types with 5 exponent bits)
+        # would tie in jnp's CPU sort and not in ours.
+        tiny = max(float(ml_dtypes.finfo(dt).smallest_normal),
+                   float(ml_dtypes.finfo(np.float16).smallest_normal) if dt.itemsize < 2 else 0.0)
         subnormal = np.isfinite(f) & (f != 0) & (np.abs(f) < tiny)
     return _kept_nans(_set_where(out, subnormal, np.full(shape, pool[2])))
 
