@@ -58,10 +58,6 @@ def key_info(dtype) -> KeyInfo | None:
         return None
 
 
-def supported_names() -> str:
-    return ", ".join(sorted(str(d) for d in KEY_DTYPES))
-
-
 # ---------------------------------------------------------------- positions
 
 INT32_LIMIT = 2**31  # positions of an axis this long or longer need int64
