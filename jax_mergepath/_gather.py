@@ -1,8 +1,9 @@
-"""Concatenations and gathers of keys and values that keep every bit: floats move as unsigned
-integers of their width (XLA's CPU concatenate and gather of bfloat16 rewrite NaN payloads,
-0x7f81 -> 0x7fc0), dtypes narrower than a byte (int2, int4, float4_e2m1fn...) as uint8 (XLA:CPU
-aborts on some of their gathers and concatenations), weak types are kept, and derivatives flow
-as through `jnp.concatenate` / `jnp.take_along_axis`.
+"""Concatenations, gathers and reversals of keys and values that keep every bit: floats move as
+unsigned integers of their width (XLA's CPU concatenate and gather of bfloat16 rewrite NaN
+payloads, 0x7f81 -> 0x7fc0; XLA:GPU's reverse of float8_e5m2 does too), dtypes narrower than a
+byte (int2, int4, float4_e2m1fn...) as uint8 (XLA:CPU aborts on some of their gathers and
+concatenations), weak types are kept, and derivatives flow as through `jnp.concatenate` /
+`jnp.take_along_axis` / `lax.rev`.
 bfloat16's bit casts sit behind optimization barriers: on a host with avx512_bf16 (where LLVM
 narrows float to bfloat16 with vcvtneps2bf16, which flushes subnormals) XLA:CPU's program for a
 vmapped gather of bfloat16 flushed them. XLA drops the barriers when it compiles; what they
@@ -94,3 +95,15 @@ def _take_along_bits_jvp(axis: int, primals, tangents):
     src, idx = primals
     src_dot, _ = tangents
     return take_along_bits(src, idx, axis), jnp.take_along_axis(src_dot, idx, axis=axis)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def reverse_bits(x: jax.Array, axis: int) -> jax.Array:
+    """`lax.rev(x, (axis,))`, bit for bit (NaN payloads, -0.0 kept)."""
+    return _on_bits(lambda b: lax.rev(b, (axis,)), x.dtype, x)
+
+
+@reverse_bits.defjvp
+def _reverse_bits_jvp(axis: int, primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return reverse_bits(x, axis), lax.rev(x_dot, (axis,))

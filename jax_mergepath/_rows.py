@@ -33,7 +33,13 @@ from jax_mergepath._dtypes import (
     search_index_dtype,
     with_weak_type,
 )
-from jax_mergepath._gather import concatenate_bits, from_bits, take_along_bits, to_bits
+from jax_mergepath._gather import (
+    concatenate_bits,
+    from_bits,
+    reverse_bits,
+    take_along_bits,
+    to_bits,
+)
 from jax_mergepath._keys import (
     from_kernel,
     is_complex,
@@ -184,7 +190,7 @@ def sort_rows(
         if payload == Payload.VALUE:
             extra = out[1]
     if flip:
-        out_keys = lax.rev(out_keys, (_last(out_keys),))
+        out_keys = reverse_bits(out_keys, _last(out_keys))
     return out_keys, extra
 
 
