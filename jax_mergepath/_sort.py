@@ -36,6 +36,7 @@ from jax_mergepath._dtypes import promote
 from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
+from jax_mergepath._sharded import AxisName, sort_split_axis
 
 
 def _prepare(
@@ -54,6 +55,15 @@ def _prepare(
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, name, op, traced_error=traced_error)
     return x, ax, descending
+
+
+def _check_flatten(a: ArrayLike, axis: int | None, axis_name: AxisName | None, op: str) -> None:
+    """axis=None flattens; with axis_name only a 1-d shard flattens to the global order."""
+    if axis is None and axis_name is not None and np.ndim(a) > 1:
+        raise ValueError(
+            f"jax_mergepath.{op}: axis=None with axis_name flattens only 1-d shards (the local "
+            f"flattening of {np.ndim(a)}-d shards is not the global one): pass the sharded axis"
+        )
 
 
 def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, descending: bool,
@@ -80,6 +90,7 @@ def sort(
     order: None = None,
     stable: bool = True,
     descending: bool = False,
+    axis_name: AxisName | None = None,
 ) -> jax.Array:
     """Stable sort along ``axis``: a drop-in for ``jnp.sort``, with the same result bit for
     bit (every row of the other axes sorted independently, in one kernel call).
@@ -129,7 +140,12 @@ def sort(
     """
     del stable  # always stable
     op = "sort"
+    _check_flatten(a, axis, axis_name, op)
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
+    split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=descending,
+                            positions=False, op=op)
+    if split is not None:
+        return split[0]
     keys, _ = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
                         payload=Payload.NONE, op=op, reverse_ties=True)
     return jnp.moveaxis(keys, -1, ax)
@@ -144,6 +160,7 @@ def argsort(
     stable: bool = True,
     descending: bool = False,
     dtype: DTypeLike | None = None,
+    axis_name: AxisName | None = None,
 ) -> jax.Array:
     """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``, with the
     same result bit for bit.
@@ -180,12 +197,19 @@ def argsort(
     """
     del stable  # always stable
     op = "argsort"
+    _check_flatten(a, axis, axis_name, op)
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
-    _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
-                       payload=Payload.INDEX, op=op, wrap_positions=True)
+    split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=False,
+                            positions=True, op=op)
+    if split is not None:
+        idx = split[-1]
+    else:
+        _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
+                           payload=Payload.INDEX, op=op, wrap_positions=True)
+        idx = jnp.moveaxis(idx, -1, ax)
     if dtype is not None:
         idx = idx.astype(jax.dtypes.canonicalize_dtype(dtype))
-    return jnp.moveaxis(idx, -1, ax)
+    return idx
 
 
 def _check_leaves(values: PyTree, keys: jax.Array, name: str, op: str):
@@ -196,7 +220,12 @@ def _check_leaves(values: PyTree, keys: jax.Array, name: str, op: str):
 
 
 def sort_by_key(
-    keys: ArrayLike, values: PyTree, *, axis: int = -1, descending: bool = False
+    keys: ArrayLike,
+    values: PyTree,
+    *,
+    axis: int = -1,
+    descending: bool = False,
+    axis_name: AxisName | None = None,
 ) -> tuple[jax.Array, PyTree]:
     """Stable sort of ``keys`` along ``axis``, moving ``values`` with them.
 
@@ -231,6 +260,10 @@ def sort_by_key(
     op = "sort_by_key"
     keys, ax, descending = _prepare(keys, axis, descending, op, "keys")
     leaves, tree = _check_leaves(values, keys, "values", op)
+    split = sort_split_axis([keys], leaves, ax, axis_name, descending=descending,
+                            reverse_ties=False, positions=False, op=op)
+    if split is not None:
+        return split[0], jax.tree.unflatten(tree, split[1:])
     kl = jnp.moveaxis(keys, ax, -1)
     if fusable_values(leaves, keys):
         out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
@@ -243,7 +276,8 @@ def sort_by_key(
 
 
 def _lax_sort(
-    ops_in: list[ArrayLike], names: list[str], dimension: int, num_keys: int, op: str
+    ops_in: list[ArrayLike], names: list[str], dimension: int, num_keys: int, op: str,
+    axis_name: AxisName | None,
 ) -> list[jax.Array]:
     """lax.sort of the operands `ops_in` (named `names` in messages) by the first num_keys."""
     keys = [as_key_array(x, name, op) for x, name in
@@ -260,6 +294,10 @@ def _lax_sort(
     if ops[0].ndim == 0:
         raise ValueError(f"jax_mergepath.{op}: operands must have at least one dimension")
     ax = normalize_axis(dimension, ops[0].ndim, names[0], op, arg="dimension")
+    split = sort_split_axis(ops[:num_keys], ops[num_keys:], ax, axis_name, descending=False,
+                            reverse_ties=False, positions=False, op=op)
+    if split is not None:
+        return split
     last = [jnp.moveaxis(x, ax, -1) for x in ops]
     out = lexsort_rows(last[:num_keys], last[num_keys:], op)
     return [jnp.moveaxis(x, -1, ax) for x in out]
@@ -270,6 +308,8 @@ def lax_sort(
     dimension: int = -1,
     is_stable: bool = True,
     num_keys: int = 1,
+    *,
+    axis_name: AxisName | None = None,
 ) -> jax.Array | tuple[jax.Array, ...]:
     """Drop-in for ``jax.lax.sort``: sorts ``operand`` along ``dimension`` by the first
     ``num_keys`` of its arrays, lexicographically, moving the others along.
@@ -325,12 +365,17 @@ def lax_sort(
             f"jax_mergepath.{op}: num_keys must be an int in [1, {len(ops_in)}], got {num_keys!r}"
         )
     names = ["operand"] if single else [f"operand[{i}]" for i in range(len(ops_in))]
-    out = _lax_sort(ops_in, names, dimension, num_keys, op)
+    out = _lax_sort(ops_in, names, dimension, num_keys, op, axis_name)
     return out[0] if single else tuple(out)
 
 
 def sort_key_val(
-    keys: ArrayLike, values: ArrayLike, dimension: int = -1, is_stable: bool = True
+    keys: ArrayLike,
+    values: ArrayLike,
+    dimension: int = -1,
+    is_stable: bool = True,
+    *,
+    axis_name: AxisName | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Drop-in for ``jax.lax.sort_key_val``: sorts ``keys`` along ``dimension`` and moves
     ``values`` (an array of the keys' shape) with them.
@@ -359,7 +404,8 @@ def sort_key_val(
         (Array([0, 0, 1, 2], dtype=int32), Array([11, 13, 12, 10], dtype=int32))
     """
     del is_stable  # always stable
-    k, v = _lax_sort([keys, values], ["keys", "values"], dimension, 1, "sort_key_val")
+    k, v = _lax_sort([keys, values], ["keys", "values"], dimension, 1, "sort_key_val",
+                     axis_name)
     return k, v
 
 

@@ -1,0 +1,383 @@
+"""Sorts along an axis split over mesh axes: each device sorts its shard, exact splitters from a
+co-rank over the sorted shards, one exchange, a local sort of the received runs (docs/contract.md
+"Sharded axis", docs/architecture.md "Sharded axis").
+
+Contract: `sort_shards` runs inside a `shard_map` (or any context where `axis_name` is bound) on
+local shards with the sorted axis first: every device holds n keys, the global array is the
+devices' shards in axis_index order. It returns this device's share of the globally sorted
+array: the global ranks [i n, (i + 1) n) on device i. The order is the single-device sort's,
+stable: equal keys keep their global input order, or the reverse with reverse_ties (jnp.sort's
+descending). Data moves as bits (_gather.to_bits), so every bit of keys and values survives.
+
+Splitters: the elements are ordered by (order keys, tie rank of the device, position in its sorted
+shard), a total order; device k's share starts at the element of global rank k n. That element is
+found by multi-sequence selection: each round, every device gathers SPLIT_SAMPLES keys of its
+still-open range per splitter from every device, ranks them globally (a binary search a device,
+then a psum) and narrows its range to the gap between the two samples that bracket the target.
+A range of w keys shrinks to at most ceil(w / SPLIT_SAMPLES) a round; a last round with every
+remaining key sampled finds the element exactly. So every device receives exactly n keys,
+however skewed the keys.
+
+Exchange: the pieces' sizes depend on the data; XLA:CPU has no ragged all-to-all, so the pieces
+travel in rounds of an all_to_all of fixed chunks of EXCHANGE_CHUNK x n / g elements a device
+pair (one round on random keys); EXCHANGE = "ragged" uses `lax.ragged_all_to_all` instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jax_mergepath._checks import fusable_values
+from jax_mergepath._dtypes import index_dtype
+from jax_mergepath._gather import from_bits, to_bits
+from jax_mergepath._keys import order_keys
+from jax_mergepath._primitives import Payload
+from jax_mergepath._rows import lexsort_rows, sort_rows
+
+AxisName = str | tuple[str, ...]
+
+SPLIT_SAMPLES = 64  # keys a device samples per splitter and round (docs/performance.md)
+EXCHANGE_CHUNK = 1.04  # the exchange's chunk, in units of n / g elements (n keys a device)
+EXCHANGE = "chunks"  # "chunks": rounds of all_to_all; "ragged": lax.ragged_all_to_all
+
+
+def split_rounds(n: int, samples: int = SPLIT_SAMPLES) -> int:
+    """Rounds of the splitter search for shards of n keys: until every open range is sampled
+    whole (a range of w keys shrinks to ceil(w / samples) a round)."""
+    rounds, w = 1, n
+    while w > samples:
+        w = -(-w // samples)
+        rounds += 1
+    return rounds
+
+
+def _varying(x: jax.Array, axis_name: AxisName) -> jax.Array:
+    """x typed as varying over axis_name (shard_map's check of loop carries)."""
+    return lax.pcast(x, axis_name, to="varying")
+
+
+# ---------------------------------------------------------------- local sorts
+
+
+def _take(x: jax.Array, perm: jax.Array) -> jax.Array:
+    """x[perm] along the first axis, bit for bit."""
+    return from_bits(jnp.take(to_bits(x), perm, axis=0), x.dtype, x.weak_type)
+
+
+def _local_sort(
+    keys: list[jax.Array], others: list[jax.Array], *, descending: bool, reverse_ties: bool,
+    op: str,
+) -> tuple[list[jax.Array], list[jax.Array]]:
+    """A stable sort of 1-d keys (lexicographic), moving others (leading axis the keys')."""
+    if len(keys) == 1:
+        key = keys[0]
+        if not others:
+            k, _ = sort_rows(key, (), descending=descending, payload=Payload.NONE, op=op,
+                             reverse_ties=reverse_ties)
+            return [k], []
+        assert not reverse_ties
+        if len(others) == 1 and fusable_values(others, key):
+            k, v = sort_rows(key, (others[0],), descending=descending, payload=Payload.VALUE,
+                             op=op)
+            return [k], [v]
+        k, perm = sort_rows(key, (), descending=descending, payload=Payload.INDEX, op=op)
+        return [k], [_take(x, perm) for x in others]
+    assert not descending and not reverse_ties
+    n = keys[0].shape[0]
+    if all(fusable_values([x], keys[0]) for x in others):
+        out = lexsort_rows(keys, others, op)
+        return out[: len(keys)], out[len(keys):]
+    out = lexsort_rows(keys, [lax.iota(np.int32, n)], op)
+    perm = out[-1]
+    return out[:-1], [_take(x, perm) for x in others]
+
+
+# ---------------------------------------------------------------- splitters
+
+
+def _lex_less(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> jax.Array:
+    """a < b lexicographically (first most significant), elementwise."""
+    less = jnp.zeros(jnp.broadcast_shapes(a[0].shape, b[0].shape), bool)
+    equal = jnp.ones_like(less)
+    for x, y in zip(a, b, strict=True):
+        less = less | (equal & (x < y))
+        equal = equal & (x == y)
+    return less
+
+
+def _count_below(okeys: list[jax.Array], tie: jax.Array, query: list[jax.Array],
+                 axis_name: AxisName) -> jax.Array:
+    """For each query (order keys..., tie rank, position), how many of this device's elements
+    (okeys[:, q], tie, q), sorted, precede it: a binary search (int32)."""
+    n = okeys[0].shape[0]
+    steps = n.bit_length()
+
+    def step(i, pos):
+        cand = pos + jnp.left_shift(np.int32(1), (steps - 1 - i).astype(np.int32))
+        e = jnp.minimum(cand - 1, n - 1)
+        mine = [k[e] for k in okeys] + [jnp.broadcast_to(tie, e.shape), e]
+        return jnp.where((cand <= n) & _lex_less(mine, query), cand, pos)
+
+    start = _varying(jnp.zeros(query[0].shape, np.int32), axis_name)
+    return lax.fori_loop(0, steps, step, start)
+
+
+def _cuts(okeys: list[jax.Array], tie: jax.Array, axis_name: AxisName, g: int) -> jax.Array:
+    """(g + 1,) int32: this device's sorted shard cut at the global ranks 0, n, ..., g n (module
+    docstring: the splitters)."""
+    n = okeys[0].shape[0]
+    rank_dtype = index_dtype(g * n)
+    targets = jnp.arange(1, g, dtype=rank_dtype)[:, None] * n  # (g - 1, 1)
+    lo = jnp.zeros((g - 1,), np.int32)
+    hi = jnp.full((g - 1,), n, np.int32)
+    s = SPLIT_SAMPLES
+    j = jnp.arange(s, dtype=np.int32)
+    for _ in range(split_rounds(n, s)):
+        width = (hi - lo)[:, None]
+        # lo + floor(width * j / s) without overflow: width < 2**31, j < s.
+        pos = lo[:, None] + (width // s) * j + ((width % s) * j) // s  # (g - 1, s)
+        valid = jnp.broadcast_to(width > 0, pos.shape)
+        pos = jnp.minimum(pos, n - 1)
+        sample = [k[pos] for k in okeys] + [jnp.broadcast_to(tie, pos.shape), pos, valid]
+        gathered = [lax.all_gather(x, axis_name, axis=1, tiled=True) for x in sample]
+        *query, qvalid = gathered  # each (g - 1, g s)
+        below = _count_below(okeys, tie, query, axis_name)
+        rank = lax.psum(below.astype(rank_dtype), axis_name)
+        le = qvalid & (rank <= targets)
+        gt = qvalid & (rank > targets)
+        lo = jnp.maximum(lo, jnp.max(jnp.where(le, below, 0), axis=1))
+        hi = jnp.minimum(hi, jnp.min(jnp.where(gt, below, n), axis=1))
+    return jnp.concatenate([jnp.zeros((1,), np.int32), lo, jnp.full((1,), n, np.int32)])
+
+
+# ---------------------------------------------------------------- the exchange
+
+
+def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, axis_name, g):
+    """Pieces of every array in bits (leading axis n): piece k, bits[send_at[k]:][:sent[k]],
+    goes to device k, the piece from device i lands at recv_at[i] (received[i] elements), in
+    rounds of an all_to_all of fixed chunks; returns the received arrays (leading axis n)."""
+    n = bits[0].shape[0]
+    chunk = max(1, min(n, math.ceil(EXCHANGE_CHUNK * n / g)))
+    rounds = (jnp.max(jnp.maximum(sent, 0)).astype(np.int32) + chunk - 1) // chunk
+    rounds = lax.pmax(rounds, axis_name)
+    padded = [jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)]) for b in bits]
+    outs = [_varying(jnp.zeros((n + chunk, *b.shape[1:]), b.dtype), axis_name) for b in bits]
+    lane = jnp.arange(chunk, dtype=np.int32)
+
+    def one_round(r, outs):
+        new = []
+        for src, out in zip(padded, outs, strict=True):
+            pieces = jnp.stack([
+                lax.dynamic_slice_in_dim(src, send_at[k] + r * chunk, chunk) for k in range(g)
+            ])
+            got = lax.all_to_all(pieces, axis_name, 0, 0)  # got[i]: device i's chunk for me
+            for i in range(g):
+                at = recv_at[i] + r * chunk
+                keep = lane < received[i] - r * chunk
+                keep = keep.reshape((chunk,) + (1,) * (src.ndim - 1))
+                old = lax.dynamic_slice_in_dim(out, at, chunk)
+                out = lax.dynamic_update_slice_in_dim(out, jnp.where(keep, got[i], old), at, 0)
+            new.append(out)
+        return new
+
+    outs = lax.fori_loop(0, rounds, one_round, outs)
+    return [o[:n] for o in outs]
+
+
+def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me):
+    out_at = lax.all_to_all(recv_at, axis_name, 0, 0, tiled=True)  # where my pieces land
+    return [
+        lax.ragged_all_to_all(b, jnp.zeros_like(b), send_at, sent, out_at, received,
+                              axis_name=axis_name)
+        for b in bits
+    ]
+
+
+def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: int,
+              reverse: bool) -> list[jax.Array]:
+    """Piece k of this device's sorted shard ([cuts[k], cuts[k + 1])) to device k; each device
+    lays its received pieces out by the senders' tie rank (reversed device order when
+    `reverse`), so that a stable sort of them keeps the global tie order."""
+    me = lax.axis_index(axis_name)
+    sent = cuts[1:] - cuts[:-1]  # (g,)
+    every = lax.all_gather(sent, axis_name)  # (g senders, g receivers)
+    received = every[:, me]
+    order = received[::-1] if reverse else received
+    at = jnp.cumsum(order) - order  # exclusive, in tie-rank order
+    recv_at = (at[::-1] if reverse else at).astype(np.int32)
+    send_at = cuts[:-1]
+    if EXCHANGE == "ragged":
+        return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me)
+    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g)
+
+
+# ---------------------------------------------------------------- the sort
+
+
+def sort_shards(
+    keys: list[jax.Array],
+    others: list[jax.Array],
+    *,
+    axis_name: AxisName,
+    descending: bool,
+    reverse_ties: bool,
+    op: str,
+) -> tuple[list[jax.Array], list[jax.Array]]:
+    """This device's share of the global stable sort of `keys` (1-d local shards of n keys,
+    lexicographic), moving `others` (leading axis n): module docstring."""
+    g = lax.psum(1, axis_name)
+    first = dict(descending=descending, reverse_ties=reverse_ties, op=op)
+    if g == 1:
+        return _local_sort(keys, others, **first)
+    me = lax.axis_index(axis_name)
+    ks, os_ = _local_sort(keys, others, **first)
+    okeys = [o for k in ks for o in order_keys(k, descending)]
+    tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
+    cuts = _cuts(okeys, tie, axis_name, g)
+    moved = [*ks, *os_]
+    got = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
+    got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
+    rk, ro = got[: len(ks)], got[len(ks):]
+    return _local_sort(rk, ro, descending=descending, reverse_ties=False, op=op)
+
+
+def global_positions(n: int, axis_name: AxisName) -> jax.Array:
+    """The global positions of this device's shard of n elements along the sharded axis."""
+    g = lax.psum(1, axis_name)
+    dtype = index_dtype(g * n)
+    me = lax.axis_index(axis_name).astype(dtype)
+    return me * n + lax.iota(dtype, n)
+
+
+def on_rows(fn: Callable, arrays: list[jax.Array], ax: int) -> list[jax.Array]:
+    """fn(1-d shards) on every row of arrays whose sorted axis is `ax` (leading dimensions
+    before it are rows, mapped by vmap; dimensions after it move with the elements)."""
+    moved = [jnp.moveaxis(x, ax, 0) for x in arrays]
+    batch = arrays[0].shape[:ax]
+    f = fn
+    for _ in batch:
+        f = jax.vmap(f, in_axes=1, out_axes=1)
+    out = f(moved)
+    return [jnp.moveaxis(x, 0, ax) for x in out]
+
+
+# ---------------------------------------------------------------- entry from the public functions
+
+
+def _mesh_axes_size(mesh, entry: AxisName) -> int:
+    names = (entry,) if isinstance(entry, str) else tuple(entry)
+    return math.prod(mesh.shape[name] for name in names)
+
+
+def _split_sharding(x: jax.Array, ax: int):
+    """(mesh, spec) when x's axis `ax` is split over mesh axes: read from x's type (explicit
+    mesh axes, under jit or not) or, for a concrete array, from its NamedSharding; else None."""
+    sharding = getattr(jax.typeof(x), "sharding", None)
+    spec = getattr(sharding, "spec", None)
+    if spec is not None and len(spec) > ax and spec[ax] is not None:
+        return sharding.mesh, spec
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        sharding = x.sharding
+        if isinstance(sharding, jax.sharding.NamedSharding):
+            spec = sharding.spec
+            if len(spec) > ax and spec[ax] is not None:
+                return sharding.mesh, spec
+    return None
+
+
+def _check_axis_name(axis_name: AxisName, op: str) -> int:
+    """The number of devices along axis_name, which must be bound (inside shard_map)."""
+    names = (axis_name,) if isinstance(axis_name, str) else axis_name
+    if not isinstance(names, tuple) or not names or not all(isinstance(a, str) for a in names):
+        raise TypeError(
+            f"jax_mergepath.{op}: axis_name must be a mesh axis name or a tuple of them, got "
+            f"{axis_name!r}"
+        )
+    try:
+        return lax.psum(1, axis_name)
+    except NameError as e:
+        raise ValueError(
+            f"jax_mergepath.{op}: axis_name={axis_name!r} is not bound here: call it inside "
+            f"jax.shard_map over a mesh with that axis, on the local shards"
+        ) from e
+
+
+def _placed(x: jax.Array, mesh, spec) -> jax.Array:
+    """x laid out as `spec` over mesh (a no-op when it is)."""
+    current = getattr(getattr(jax.typeof(x), "sharding", None), "spec", None)
+    if current is not None and tuple(current) + (None,) * (x.ndim - len(current)) == tuple(spec):
+        return x
+    if isinstance(x, jax.core.Tracer):
+        return jax.sharding.reshard(x, jax.sharding.NamedSharding(mesh, spec))
+    return jax.device_put(x, jax.sharding.NamedSharding(mesh, spec))
+
+
+def sort_split_axis(
+    keys: list[jax.Array],
+    others: list[jax.Array],
+    ax: int,
+    axis_name: AxisName | None,
+    *,
+    descending: bool,
+    reverse_ties: bool,
+    positions: bool,
+    op: str,
+) -> list[jax.Array] | None:
+    """The sort of keys (of one shape, lexicographic) along axis `ax`, moving others (the keys'
+    shape, then any trailing dimensions), when that axis is split over devices: named by
+    axis_name (inside shard_map, on local shards) or read from the keys' sharding. Returns
+    [*keys, *others] sorted (then the global positions when `positions`), sharded as the keys;
+    None when the axis is not split (the single-device way applies)."""
+    if axis_name is not None:
+        _check_axis_name(axis_name, op)
+        return _sort_local_shards(keys, others, ax, axis_name, descending=descending,
+                                  reverse_ties=reverse_ties, positions=positions, op=op)
+    found = _split_sharding(keys[0], ax)
+    if found is None:
+        return None
+    mesh, spec = found
+    entry = spec[ax]
+    g = _mesh_axes_size(mesh, entry)
+    if keys[0].shape[ax] % g:
+        raise ValueError(
+            f"jax_mergepath.{op}: the sorted axis ({keys[0].shape[ax]} elements) is split over "
+            f"mesh axes {entry!r} of {g} devices; its length must be a multiple of {g}"
+        )
+    key_spec = jax.sharding.PartitionSpec(*spec, *([None] * (keys[0].ndim - len(spec))))
+    specs = [jax.sharding.PartitionSpec(*key_spec, *([None] * (x.ndim - keys[0].ndim)))
+             for x in [*keys, *others]]
+    arrays = [_placed(x, mesh, s) for x, s in zip([*keys, *others], specs, strict=True)]
+    out_specs = specs + ([key_spec] if positions else [])
+
+    def local(*shards):
+        return _sort_local_shards(list(shards[: len(keys)]), list(shards[len(keys):]), ax,
+                                  entry, descending=descending, reverse_ties=reverse_ties,
+                                  positions=positions, op=op)
+
+    mapped = jax.shard_map(local, mesh=mesh, in_specs=tuple(specs), out_specs=out_specs)
+    return list(mapped(*arrays))
+
+
+def _sort_local_shards(keys, others, ax, axis_name, *, descending, reverse_ties, positions, op):
+    nk = len(keys)
+    arrays = [*keys, *others]
+    if positions:
+        n = keys[0].shape[ax]
+        pos = global_positions(n, axis_name)
+        shape = [1] * keys[0].ndim
+        shape[ax] = n
+        arrays.append(jnp.broadcast_to(pos.reshape(shape), keys[0].shape))
+
+    def rows(shards):
+        k, o = sort_shards(shards[:nk], shards[nk:], axis_name=axis_name,
+                           descending=descending, reverse_ties=reverse_ties, op=op)
+        return [*k, *o]
+
+    return on_rows(rows, arrays, ax)
