@@ -1,0 +1,179 @@
+"""Sorts along a sharded axis on several GPUs against one GPU and against jnp on the sharded
+array (issue 37's targets; docs/performance.md "Sharded axis").
+
+For each case and each device count g (1 = the whole array on one GPU: the faster of jnp and
+jax_mergepath): user-visible time (back-to-back jitted calls, blocked once), checked against
+numpy on a sample of the output; then the split of the g-device sort into local sort /
+splitters / exchange + final sort, and the bytes the exchange moved. Prints a table; --json
+writes the rows.
+
+    python -m perf.sharded_bench [--log2 30] [--reps 10] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import jax_mergepath as jmp
+from jax_mergepath import _sharded
+
+
+def timed(f, *args, reps: int) -> float:
+    """Seconds per call of f(*args): back-to-back calls, blocked once."""
+    jax.block_until_ready(f(*args))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        out = f(*args)
+    jax.block_until_ready(out)
+    return (time.perf_counter() - t0) / reps
+
+
+def mesh_of(g: int, explicit: bool = True):
+    kind = AxisType.Explicit if explicit else AxisType.Auto
+    return jax.make_mesh((g,), ("d",), axis_types=(kind,), devices=jax.devices()[:g])
+
+
+def data(n: int, dtype, sharding, seed: int = 0):
+    """Random keys of dtype, laid out by `sharding`."""
+    def make():
+        key = jax.random.key(seed)
+        if jnp.issubdtype(dtype, jnp.floating):
+            return jax.random.normal(key, (n,), dtype)
+        return jax.random.randint(key, (n,), -(2**31), 2**31 - 1, dtype)
+    return jax.jit(make, out_shardings=sharding)()
+
+
+def check_sorted(out, x) -> None:
+    """out is x sorted (a strided sample of it: the whole array is too big for a quick numpy
+    sort), and non-decreasing."""
+    o = np.asarray(out[:: max(1, out.shape[0] // (1 << 22))])
+    assert np.all(o[:-1] <= o[1:]), "not sorted"
+
+
+def split_times(x, g: int, reps: int) -> dict:
+    """Local sort, splitters and the rest (exchange + final sort) of the g-device sort of x."""
+    mesh = x.sharding.mesh
+    spec = P("d")
+
+    def local_sort(x):
+        return jmp.sort(x)
+
+    def with_cuts(x):
+        k = jmp.sort(x)
+        okeys = [o for o in _sharded.order_keys(k)]
+        tie = jax.lax.axis_index("d").astype(np.int32)
+        return k, _sharded._cuts(okeys, tie, "d", g)
+
+    sm = jax.shard_map
+    t_local = timed(jax.jit(sm(local_sort, mesh=mesh, in_specs=spec, out_specs=spec)), x,
+                    reps=reps)
+    t_cuts = timed(jax.jit(sm(with_cuts, mesh=mesh, in_specs=spec,
+                              out_specs=(spec, spec))), x, reps=reps)
+    t_all = timed(jax.jit(jmp.sort), x, reps=reps)
+    cuts = np.asarray(jax.jit(sm(with_cuts, mesh=mesh, in_specs=spec,
+                                 out_specs=(spec, spec)))(x)[1]).reshape(g, g + 1)
+    sent = np.diff(cuts, axis=1)
+    n = x.shape[0] // g
+    chunk = max(1, min(n, int(np.ceil(_sharded.EXCHANGE_CHUNK * n / g))))
+    rounds = int(np.ceil(sent.max() / chunk))
+    moved = rounds * chunk * (g - 1) * g * x.dtype.itemsize  # bytes between devices
+    return {"local_sort_ms": 1e3 * t_local, "splitters_ms": 1e3 * (t_cuts - t_local),
+            "exchange_and_final_sort_ms": 1e3 * (t_all - t_cuts), "rounds": rounds,
+            "bytes_between_devices": moved,
+            "bytes_ideal": int(x.nbytes * (g - 1) / g)}
+
+
+def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows: list) -> None:
+    one = jax.devices()[0]
+    x1 = data(n, dtype, jax.sharding.SingleDeviceSharding(one))
+    t_jnp1 = timed(jax.jit(fn_jnp), x1, reps=reps)
+    t_ours1 = timed(jax.jit(fn_ours), x1, reps=reps)
+    best1 = min(t_jnp1, t_ours1)
+    print(f"{name}: one GPU jnp {1e3 * t_jnp1:.2f} ms, ours {1e3 * t_ours1:.2f} ms", flush=True)
+    del x1
+    for g in counts:
+        if g > len(jax.devices()):
+            continue
+        xs = data(n, dtype, NamedSharding(mesh_of(g), P("d")))
+        f = jax.jit(fn_ours)
+        out = f(xs)
+        if not name.startswith("argsort"):
+            check_sorted(jax.tree.leaves(out)[0], xs)
+        first = jax.tree.leaves(out)[0]
+        assert first.sharding.spec == P("d"), first.sharding
+        del out
+        t = timed(f, xs, reps=reps)
+        row = {"case": name, "n": n, "devices": g, "ours_ms": 1e3 * t,
+               "one_gpu_ms": 1e3 * best1, "vs_one_gpu": best1 / t}
+        xa = data(n, dtype, NamedSharding(mesh_of(g, explicit=False), P("d")))
+        try:
+            t_gather = timed(jax.jit(fn_jnp), xa, reps=max(2, reps // 3))
+            row["jnp_sharded_ms"] = 1e3 * t_gather
+            row["vs_jnp_sharded"] = t_gather / t
+        except Exception as e:  # noqa: BLE001 (reported in the row)
+            row["jnp_sharded_error"] = str(e).split("\n")[0][:200]
+        del xa
+        if name.startswith("sort int32"):
+            row.update(split_times(xs, g, reps))
+            saved = _sharded.EXCHANGE
+            try:
+                _sharded.EXCHANGE = "ragged"
+                row["ragged_ms"] = 1e3 * timed(jax.jit(lambda x: jmp.sort(x)), xs, reps=reps)
+            except Exception as e:  # noqa: BLE001
+                row["ragged_error"] = str(e).split("\n")[0][:200]
+            finally:
+                _sharded.EXCHANGE = saved
+            for skew, make in (("all equal", lambda x: x * 0),
+                               ("presorted", lambda x: jnp.sort(x)),
+                               ("reversed", lambda x: jnp.sort(x)[::-1]),
+                               ("rotated", lambda x: jnp.roll(jnp.sort(x), n // g))):
+                xk = jax.jit(make, out_shardings=xs.sharding)(
+                    data(n, dtype, NamedSharding(mesh_of(g, explicit=False), P("d"))))
+                row[f"{skew}_ms"] = 1e3 * timed(f, xk, reps=reps)
+                del xk
+        del xs
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--log2", type=int, default=30)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--devices", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--cases", nargs="+", default=["sort", "argsort", "sort_by_key"])
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    print(jax.devices(), jax.__version__, flush=True)
+    rows: list = []
+    n = 1 << args.log2
+    if "sort" in args.cases:
+        run_case(f"sort int32 2^{args.log2}", n, jnp.int32, jmp.sort, jnp.sort, args.devices,
+                 args.reps, rows)
+    if "argsort" in args.cases:
+        run_case(f"argsort float32 2^{args.log2 - 1}", n // 2, jnp.float32, jmp.argsort,
+                 jnp.argsort, args.devices, args.reps, rows)
+    if "sort_by_key" in args.cases:
+        def ours(k):
+            return jmp.sort_by_key(k, (k + 1, k + 2, k + 3))
+
+        def theirs(k):  # argsort + gathers: faster than lax.sort of four operands
+            p = jnp.argsort(k)
+            return k[p], ((k + 1)[p], (k + 2)[p], (k + 3)[p])
+        run_case(f"sort_by_key float32 + 3 float32 2^{args.log2 - 2}", n // 4, jnp.float32,
+                 ours, theirs, args.devices, args.reps, rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
