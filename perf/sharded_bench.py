@@ -134,7 +134,7 @@ def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows:
             for skew, make in (("all equal", lambda x: x * 0),
                                ("presorted", lambda x: jnp.sort(x)),
                                ("reversed", lambda x: jnp.sort(x)[::-1]),
-                               ("rotated", lambda x: jnp.roll(jnp.sort(x), n // g))):
+                               ("rotated", lambda x, g=g: jnp.roll(jnp.sort(x), n // g))):
                 xk = jax.jit(make, out_shardings=xs.sharding)(
                     data(n, dtype, NamedSharding(mesh_of(g, explicit=False), P("d"))))
                 row[f"{skew}_ms"] = 1e3 * timed(f, xk, reps=reps)
