@@ -201,10 +201,11 @@ def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me):
 
 
 def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: int,
-              reverse: bool) -> list[jax.Array]:
+              reverse: bool) -> tuple[list[jax.Array], jax.Array]:
     """Piece k of this device's sorted shard ([cuts[k], cuts[k + 1])) to device k; each device
     lays its received pieces out by the senders' tie rank (reversed device order when
-    `reverse`), so that a stable sort of them keeps the global tie order."""
+    `reverse`), so that a stable merge of them keeps the global tie order. Returns the received
+    arrays and the pieces' sizes in layout order."""
     me = lax.axis_index(axis_name)
     sent = cuts[1:] - cuts[:-1]  # (g,)
     every = lax.all_gather(sent, axis_name)  # (g senders, g receivers)
@@ -213,9 +214,54 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     at = jnp.cumsum(order) - order  # exclusive, in tie-rank order
     recv_at = (at[::-1] if reverse else at).astype(np.int32)
     send_at = cuts[:-1]
+    layout = order  # the received runs' sizes, in the order they are laid out
     if EXCHANGE == "ragged":
-        return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me)
-    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g)
+        return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me), layout
+    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g), layout
+
+
+# ---------------------------------------------------------------- merging the received runs
+
+
+def _merge_level(okey: jax.Array, pos: jax.Array, bounds: jax.Array):
+    """Adjacent runs of okey (bounds: (m + 1,) run boundaries, m even) merged pairwise, each
+    pair's merge in a row of n (the pair, then padding that sorts last) by one merge_runs call;
+    returns the merged keys, their positions and the m / 2 + 1 new boundaries."""
+    from jax_mergepath._merge import merge_runs  # (the merge layer imports the sort layer)
+
+    n = okey.shape[0]
+    starts, splits, ends = bounds[:-1:2], bounds[1::2], bounds[2::2]
+    lane = jnp.arange(n, dtype=np.int32)
+    if starts.shape[0] == 1:  # one pair: the whole buffer is the row
+        merged, perm = merge_runs(okey, splits[0] - starts[0], return_indices=True)
+        return merged, pos[perm], bounds[::2]
+    at = starts[:, None] + lane  # (pairs, n)
+    inside = at < ends[:, None]
+    pad = jnp.array(np.iinfo(okey.dtype).max, okey.dtype)
+    rows = jnp.where(inside, okey[jnp.minimum(at, n - 1)], pad)
+    row_pos = jnp.where(inside, pos[jnp.minimum(at, n - 1)], 0)
+    merged, perm = merge_runs(rows, splits - starts, return_indices=True)
+    row_pos = jnp.take_along_axis(row_pos, perm, axis=-1)
+    pair = jnp.searchsorted(ends, lane, side="right").astype(np.int32)  # each position's pair
+    offset = lane - starts[pair]
+    return merged[pair, offset], row_pos[pair, offset], bounds[::2]
+
+
+def _merge_received(keys, others, sizes, *, descending: bool, op: str):
+    """The stable merge of g sorted runs laid out one after another (sizes: (g,) in layout
+    order; ties: the earlier run first), by log2(g) levels of pairwise merges of their order
+    keys; keys and others follow by one gather. Several order keys: a stable sort instead."""
+    okeys = [o for k in keys for o in order_keys(k, descending)]
+    if len(okeys) > 1:
+        return _local_sort(keys, others, descending=descending, reverse_ties=False, op=op)
+    okey = okeys[0]
+    bounds = jnp.concatenate([jnp.zeros((1,), np.int32), jnp.cumsum(sizes).astype(np.int32)])
+    pos = lax.iota(np.int32, okey.shape[0])
+    while bounds.shape[0] > 2:
+        if (bounds.shape[0] - 1) % 2:
+            bounds = jnp.concatenate([bounds, bounds[-1:]])
+        okey, pos, bounds = _merge_level(okey, pos, bounds)
+    return [_take(k, pos) for k in keys], [_take(x, pos) for x in others]
 
 
 # ---------------------------------------------------------------- the sort
@@ -242,10 +288,10 @@ def sort_shards(
     tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
     cuts = _cuts(okeys, tie, axis_name, g)
     moved = [*ks, *os_]
-    got = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
+    got, layout = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
     got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
     rk, ro = got[: len(ks)], got[len(ks):]
-    return _local_sort(rk, ro, descending=descending, reverse_ties=False, op=op)
+    return _merge_received(rk, ro, layout, descending=descending, op=op)
 
 
 def global_positions(n: int, axis_name: AxisName) -> jax.Array:
