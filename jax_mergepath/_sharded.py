@@ -36,7 +36,7 @@ from jax import lax
 from jax_mergepath._checks import fusable_values
 from jax_mergepath._dtypes import index_dtype
 from jax_mergepath._gather import from_bits, to_bits
-from jax_mergepath._keys import order_keys
+from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import lexsort_rows, sort_rows
 
@@ -159,35 +159,42 @@ def _cuts(okeys: list[jax.Array], tie: jax.Array, axis_name: AxisName, g: int) -
 # ---------------------------------------------------------------- the exchange
 
 
-def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, axis_name, g):
+def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, axis_name, g,
+                     reverse: bool):
     """Pieces of every array in bits (leading axis n): piece k, bits[send_at[k]:][:sent[k]],
     goes to device k, the piece from device i lands at recv_at[i] (received[i] elements), in
-    rounds of an all_to_all of fixed chunks; returns the received arrays (leading axis n)."""
+    rounds of an all_to_all of fixed chunks; returns the received arrays (leading axis n).
+    The first round writes whole chunks in layout order (a chunk's tail past its piece is
+    overwritten by the next piece's chunk), later rounds only the pieces' own elements."""
     n = bits[0].shape[0]
     chunk = max(1, min(n, math.ceil(EXCHANGE_CHUNK * n / g)))
-    rounds = (jnp.max(jnp.maximum(sent, 0)).astype(np.int32) + chunk - 1) // chunk
+    rounds = (jnp.max(sent).astype(np.int32) + chunk - 1) // chunk
     rounds = lax.pmax(rounds, axis_name)
     padded = [jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)]) for b in bits]
     outs = [_varying(jnp.zeros((n + chunk, *b.shape[1:]), b.dtype), axis_name) for b in bits]
     lane = jnp.arange(chunk, dtype=np.int32)
+    layout = range(g - 1, -1, -1) if reverse else range(g)  # recv_at ascending
 
-    def one_round(r, outs):
+    def one_round(r, outs, masked: bool):
         new = []
         for src, out in zip(padded, outs, strict=True):
             pieces = jnp.stack([
                 lax.dynamic_slice_in_dim(src, send_at[k] + r * chunk, chunk) for k in range(g)
             ])
             got = lax.all_to_all(pieces, axis_name, 0, 0)  # got[i]: device i's chunk for me
-            for i in range(g):
+            for i in layout:
                 at = recv_at[i] + r * chunk
-                keep = lane < received[i] - r * chunk
-                keep = keep.reshape((chunk,) + (1,) * (src.ndim - 1))
-                old = lax.dynamic_slice_in_dim(out, at, chunk)
-                out = lax.dynamic_update_slice_in_dim(out, jnp.where(keep, got[i], old), at, 0)
+                piece = got[i]
+                if masked:
+                    keep = lane < received[i] - r * chunk
+                    keep = keep.reshape((chunk,) + (1,) * (src.ndim - 1))
+                    piece = jnp.where(keep, piece, lax.dynamic_slice_in_dim(out, at, chunk))
+                out = lax.dynamic_update_slice_in_dim(out, piece, at, 0)
             new.append(out)
         return new
 
-    outs = lax.fori_loop(0, rounds, one_round, outs)
+    outs = one_round(0, outs, masked=False)
+    outs = lax.fori_loop(1, rounds, lambda r, o: one_round(r, o, masked=True), outs)
     return [o[:n] for o in outs]
 
 
@@ -217,51 +224,25 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     layout = order  # the received runs' sizes, in the order they are laid out
     if EXCHANGE == "ragged":
         return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me), layout
-    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g), layout
+    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g, reverse), layout
 
 
 # ---------------------------------------------------------------- merging the received runs
 
 
-def _merge_level(okey: jax.Array, pos: jax.Array, bounds: jax.Array):
-    """Adjacent runs of okey (bounds: (m + 1,) run boundaries, m even) merged pairwise, each
-    pair's merge in a row of n (the pair, then padding that sorts last) by one merge_runs call;
-    returns the merged keys, their positions and the m / 2 + 1 new boundaries."""
+def _merge_received(keys, others, sizes, *, descending: bool, op: str):
+    """The stable sort of the g sorted runs laid out one after another (sizes: (g,) in layout
+    order; ties: the earlier run first). Two runs of one key: one merge_runs (others follow its
+    positions). Else a stable sort: on an H100 it beat log2(g) levels of pairwise merges of
+    padded rows (docs/performance.md)."""
     from jax_mergepath._merge import merge_runs  # (the merge layer imports the sort layer)
 
-    n = okey.shape[0]
-    starts, splits, ends = bounds[:-1:2], bounds[1::2], bounds[2::2]
-    lane = jnp.arange(n, dtype=np.int32)
-    if starts.shape[0] == 1:  # one pair: the whole buffer is the row
-        merged, perm = merge_runs(okey, splits[0] - starts[0], return_indices=True)
-        return merged, pos[perm], bounds[::2]
-    at = starts[:, None] + lane  # (pairs, n)
-    inside = at < ends[:, None]
-    pad = jnp.array(np.iinfo(okey.dtype).max, okey.dtype)
-    rows = jnp.where(inside, okey[jnp.minimum(at, n - 1)], pad)
-    row_pos = jnp.where(inside, pos[jnp.minimum(at, n - 1)], 0)
-    merged, perm = merge_runs(rows, splits - starts, return_indices=True)
-    row_pos = jnp.take_along_axis(row_pos, perm, axis=-1)
-    pair = jnp.searchsorted(ends, lane, side="right").astype(np.int32)  # each position's pair
-    offset = lane - starts[pair]
-    return merged[pair, offset], row_pos[pair, offset], bounds[::2]
-
-
-def _merge_received(keys, others, sizes, *, descending: bool, op: str):
-    """The stable merge of g sorted runs laid out one after another (sizes: (g,) in layout
-    order; ties: the earlier run first), by log2(g) levels of pairwise merges of their order
-    keys; keys and others follow by one gather. Several order keys: a stable sort instead."""
-    okeys = [o for k in keys for o in order_keys(k, descending)]
-    if len(okeys) > 1:
-        return _local_sort(keys, others, descending=descending, reverse_ties=False, op=op)
-    okey = okeys[0]
-    bounds = jnp.concatenate([jnp.zeros((1,), np.int32), jnp.cumsum(sizes).astype(np.int32)])
-    pos = lax.iota(np.int32, okey.shape[0])
-    while bounds.shape[0] > 2:
-        if (bounds.shape[0] - 1) % 2:
-            bounds = jnp.concatenate([bounds, bounds[-1:]])
-        okey, pos, bounds = _merge_level(okey, pos, bounds)
-    return [_take(k, pos) for k in keys], [_take(x, pos) for x in others]
+    if len(keys) == 1 and sizes.shape[0] == 2 and not is_complex(keys[0].dtype):
+        if not others:
+            return [merge_runs(keys[0], sizes[0], descending=descending)], []
+        k, perm = merge_runs(keys[0], sizes[0], descending=descending, return_indices=True)
+        return [k], [_take(x, perm) for x in others]
+    return _local_sort(keys, others, descending=descending, reverse_ties=False, op=op)
 
 
 # ---------------------------------------------------------------- the sort
