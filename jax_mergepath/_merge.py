@@ -41,6 +41,7 @@ from jax_mergepath._gather import concatenate_bits
 from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
+from jax_mergepath._sharded import merge_split_axis
 
 
 def merge(
@@ -52,6 +53,7 @@ def merge(
     return_indices: bool = False,
     a_length: ArrayLike | None = None,
     b_length: ArrayLike | None = None,
+    axis_name: str | tuple[str, ...] | None = None,
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Stable merge of two arrays sorted along ``axis``.
 
@@ -115,6 +117,13 @@ def merge(
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
     full_rows = a_length is None and b_length is None
+    if full_rows or axis_name is not None:
+        if not full_rows:
+            raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
+        split = merge_split_axis(a, b, ax, axis_name, descending=descending,
+                                 return_indices=return_indices, op=op)
+        if split is not None:
+            return tuple(split) if return_indices else split[0]
     al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
     _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
     keys, extra = merge_rows(al, bl, a_valid, b_valid, (), descending=descending, payload=payload,

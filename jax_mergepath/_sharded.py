@@ -263,16 +263,52 @@ def sort_shards(
     first = dict(descending=descending, reverse_ties=reverse_ties, op=op)
     if g == 1:
         return _local_sort(keys, others, **first)
-    me = lax.axis_index(axis_name)
     ks, os_ = _local_sort(keys, others, **first)
     okeys = [o for k in ks for o in order_keys(k, descending)]
-    tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
-    cuts = _cuts(okeys, tie, axis_name, g)
-    moved = [*ks, *os_]
-    got, layout = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
-    got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
+    got, layout = _redistribute(okeys, [*ks, *os_], axis_name, g, reverse_ties)
     rk, ro = got[: len(ks)], got[len(ks):]
     return _merge_received(rk, ro, layout, descending=descending, op=op)
+
+
+def _redistribute(okeys: list[jax.Array], moved: list[jax.Array], axis_name: AxisName, g: int,
+                  reverse_ties: bool) -> tuple[list[jax.Array], jax.Array]:
+    """Each device's share of the elements, this device's sorted by okeys (then the tie rank of
+    the device, then position): the splitters, then the exchange of every array in moved, bit
+    for bit. Returns the received arrays and their runs' sizes in layout order."""
+    me = lax.axis_index(axis_name)
+    tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
+    cuts = _cuts(okeys, tie, axis_name, g)
+    got, layout = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
+    got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
+    return got, layout
+
+
+def merge_shards(a: jax.Array, b: jax.Array, *, axis_name: AxisName, descending: bool,
+                 return_indices: bool, op: str) -> list[jax.Array]:
+    """This device's share of the stable merge of the globally sorted a and b (1-d local shards
+    of na and nb keys: device i holds a[i na:(i + 1) na] and b[i nb:(i + 1) nb]): the merge of
+    its own shards, then the sort's splitters and exchange over (key, a before b), then a stable
+    sort of the received runs by the same. Returns [merged] or [merged, positions in
+    concatenate([a, b])]."""
+    from jax_mergepath._merge import merge  # (the merge layer imports the sort layer)
+
+    g = lax.psum(1, axis_name)
+    na, nb = a.shape[0], b.shape[0]
+    merged, idx = merge(a, b, descending=descending, return_indices=True)
+    from_b = idx >= na
+    dtype = index_dtype(g * (na + nb))
+    me = lax.axis_index(axis_name).astype(dtype)
+    idx = idx.astype(dtype)
+    positions = jnp.where(from_b, g * na + me * nb + (idx - na), me * na + idx)
+    if g == 1:
+        return [merged, positions] if return_indices else [merged]
+    source = from_b.astype(np.uint8)
+    moved = [merged, source, *([positions] if return_indices else [])]
+    okeys = [*order_keys(merged, descending), source]
+    got, _ = _redistribute(okeys, moved, axis_name, g, False)
+    keys = [*order_keys(got[0], descending), got[1]]
+    _, out = _local_sort(keys, [got[0], *got[2:]], descending=False, reverse_ties=False, op=op)
+    return out
 
 
 def global_positions(n: int, axis_name: AxisName) -> jax.Array:
@@ -408,3 +444,79 @@ def _sort_local_shards(keys, others, ax, axis_name, *, descending, reverse_ties,
         return [*k, *o]
 
     return on_rows(rows, arrays, ax)
+
+
+def _pad_spec(spec, ndim: int):
+    return jax.sharding.PartitionSpec(*spec, *([None] * (ndim - len(spec))))
+
+
+def merge_split_axis(a: jax.Array, b: jax.Array, ax: int, axis_name: AxisName | None, *,
+                     descending: bool, return_indices: bool, op: str) -> list[jax.Array] | None:
+    """The merge of a and b along `ax` when that axis is split over devices (named by
+    axis_name inside shard_map, or read from a's or b's sharding; the other array is laid out
+    as the first): [merged] or [merged, positions], the output split as a; None otherwise."""
+    def rows(shards):
+        return merge_shards(shards[0], shards[1], axis_name=name, descending=descending,
+                            return_indices=return_indices, op=op)
+
+    if axis_name is not None:
+        _check_axis_name(axis_name, op)
+        name = axis_name
+        return on_rows(rows, [a, b], ax)
+    found = _split_sharding(a, ax) or _split_sharding(b, ax)
+    if found is None:
+        return None
+    mesh, spec = found
+    spec = _pad_spec(spec, a.ndim)
+    name = spec[ax]
+    g = _mesh_axes_size(mesh, name)
+    for x, arg in ((a, "a"), (b, "b")):
+        if x.shape[ax] % g:
+            raise ValueError(
+                f"jax_mergepath.{op}: the merged axis is split over mesh axes {name!r} of {g} "
+                f"devices; {arg}'s length along it ({x.shape[ax]}) must be a multiple of {g}"
+            )
+    a, b = _placed(a, mesh, spec), _placed(b, mesh, spec)
+    out_specs = [spec, spec] if return_indices else [spec]
+    mapped = jax.shard_map(lambda a, b: on_rows(rows, [a, b], ax), mesh=mesh,
+                           in_specs=(spec, spec), out_specs=out_specs)
+    return list(mapped(a, b))
+
+
+def searchsorted_split_axis(a: jax.Array, v: jax.Array, axis_name: AxisName | None, *,
+                            search: Callable[[jax.Array, jax.Array], jax.Array],
+                            dtype_for: Callable[[int], np.dtype], op: str) -> jax.Array | None:
+    """search(a rows, queries rows) (counts of a row's elements before each query) when a's
+    last axis is split over devices, summed over the devices: a is sorted as a whole, so a
+    query's global count is the sum of its counts in the shards. a: (*batch, n), v: (*batch, q);
+    with axis_name (inside shard_map) v holds this device's queries; they are gathered along the
+    axis, counted in this shard, and the sums scattered back. Read from a's sharding, the
+    queries are replicated over the axis and the counts summed (psum). None when a's axis is not
+    split."""
+    if axis_name is not None:
+        g = _check_axis_name(axis_name, op)
+        dtype = dtype_for(g * a.shape[-1])
+        every = lax.all_gather(v, axis_name)  # (g, *batch, q)
+        queries = jnp.moveaxis(every, 0, -2).reshape(*v.shape[:-1], g * v.shape[-1])
+        counts = search(a, queries).astype(dtype).reshape(*v.shape[:-1], g, v.shape[-1])
+        return lax.psum_scatter(jnp.moveaxis(counts, -2, 0), axis_name, scatter_dimension=0)
+    found = _split_sharding(a, a.ndim - 1)
+    if found is None:
+        return None
+    mesh, spec = found
+    spec = _pad_spec(spec, a.ndim)
+    name = spec[-1]
+    g = _mesh_axes_size(mesh, name)
+    if a.shape[-1] % g:
+        raise ValueError(
+            f"jax_mergepath.{op}: a's sorted axis ({a.shape[-1]} elements) is split over mesh "
+            f"axes {name!r} of {g} devices; its length must be a multiple of {g}"
+        )
+    v_spec = jax.sharding.PartitionSpec(*spec[:-1], None)
+    a, v = _placed(a, mesh, spec), _placed(v, mesh, v_spec)
+    dtype = dtype_for(a.shape[-1])
+
+    def local(a, v):
+        return lax.psum(search(a, v).astype(dtype), name)
+
+    return jax.shard_map(local, mesh=mesh, in_specs=(spec, v_spec), out_specs=v_spec)(a, v)

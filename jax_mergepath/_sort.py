@@ -32,11 +32,11 @@ from jax_mergepath._checks import (
     normalize_axis,
     static_int,
 )
-from jax_mergepath._dtypes import promote
+from jax_mergepath._dtypes import promote, search_index_dtype
 from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
-from jax_mergepath._sharded import AxisName, sort_split_axis
+from jax_mergepath._sharded import AxisName, searchsorted_split_axis, sort_split_axis
 
 
 def _prepare(
@@ -420,6 +420,7 @@ def searchsorted(
     *,
     method: str = "scan",
     sorted_v: bool = False,
+    axis_name: AxisName | None = None,
 ) -> jax.Array:
     """Drop-in for ``jnp.searchsorted(a, v, side, sorter, method=...)``: where the queries
     ``v`` go in the sorted ``a`` (the key order: NaN last, -0.0 == +0.0).
@@ -510,6 +511,13 @@ def searchsorted(
         )
     query_shape = v_arr.shape[len(batch) :]
     flat = v_arr.reshape(*batch, math.prod(query_shape))
+    right = side == "right"
+    split = searchsorted_split_axis(
+        a_arr, flat, axis_name, op=op, dtype_for=search_index_dtype,
+        search=lambda a, v: searchsorted_rows(a, v, right=right, sorted_v=False, op=op),
+    )
+    if split is not None:
+        return split.reshape(v_arr.shape)
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
     # query axes, each sorted along the last, every query is searched on its own instead).
     out = searchsorted_rows(

@@ -48,11 +48,11 @@ def _params(fn) -> list[tuple[str, object, object]]:
 @pytest.mark.parametrize(
     ("name", "theirs", "extra"),
     [
-        ("sort", jnp.sort, []),
-        ("argsort", jnp.argsort, []),
-        ("lax_sort", lax.sort, []),
-        ("sort_key_val", lax.sort_key_val, []),
-        ("searchsorted", jnp.searchsorted, ["sorted_v"]),
+        ("sort", jnp.sort, ["axis_name"]),
+        ("argsort", jnp.argsort, ["axis_name"]),
+        ("lax_sort", lax.sort, ["axis_name"]),
+        ("sort_key_val", lax.sort_key_val, ["axis_name"]),
+        ("searchsorted", jnp.searchsorted, ["sorted_v", "axis_name"]),
     ],
     ids=["sort", "argsort", "lax_sort", "sort_key_val", "searchsorted"],
 )
