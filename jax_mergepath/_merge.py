@@ -89,6 +89,11 @@ def merge(
         b_length: the same for ``b``, clamped to ``[0, n]``. With either length given, each
             output row is the merge of the valid parts, then ``a``'s invalid tail, then
             ``b``'s, in their input order.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
+            split: ``a`` and ``b`` are this device's shards of the globally sorted arrays and
+            the result is its even share of the global merge (README "Sharded arrays"; not
+            with lengths). Outside ``shard_map``, arrays whose sharding splits ``axis`` over
+            explicit mesh axes merge across the devices by themselves.
 
     Returns:
         The merged array, of length ``m + n`` along ``axis``; with ``return_indices=True``,

@@ -117,6 +117,11 @@ def sort(
         stable: accepted as in ``jnp.sort``; the sort is always stable, which is a valid
             answer for ``stable=False`` too.
         descending: sort largest first.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
+            ``axis`` is split: the arguments are this device's shards and the result is its
+            even share of the global sort (README "Sharded arrays"). Not needed outside
+            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
+            (``jax.make_mesh``'s default) is sorted across the devices by itself.
 
     Returns:
         a sorted along axis (of shape ``(a.size,)`` for ``axis=None``), of a's dtype and weak
@@ -174,6 +179,12 @@ def argsort(
         stable: accepted as in ``jnp.argsort``; the sort is always stable, which is a valid
             answer for ``stable=False`` too.
         descending: largest first; ties still keep their input order.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
+            ``axis`` is split: the arguments are this device's shards and the result is its
+            even share of the global argsort, in global positions (README "Sharded arrays").
+            Not needed outside ``shard_map``: an array whose sharding splits ``axis`` over
+            explicit mesh axes (``jax.make_mesh``'s default) is sorted across the devices by
+            itself.
         dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized: int64 is
             int32 with x64 off; positions that do not fit wrap, as jnp's iota of that dtype).
 
@@ -240,6 +251,11 @@ def sort_by_key(
         values: the payload, any dtypes.
         axis: the keys' axis to sort along (the values' same axis moves with it).
         descending: largest key first; ties keep their input order.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
+            ``axis`` is split: the arguments are this device's shards and the result is its
+            even share of the global sort (README "Sharded arrays"). Not needed outside
+            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
+            (``jax.make_mesh``'s default) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values in the same pytree structure, permuted)``.
@@ -329,6 +345,11 @@ def lax_sort(
         is_stable: accepted as in ``jax.lax.sort``; the sort is always stable.
         num_keys: how many leading arrays are keys (a static int, 1 <= num_keys <=
             len(operand); 1 for a single array).
+        axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
+            ``dimension`` is split: the arguments are this device's shards and the result is its
+            even share of the global sort (README "Sharded arrays"). Not needed outside
+            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
+            (``jax.make_mesh``'s default) is sorted across the devices by itself.
 
     Returns:
         As ``jax.lax.sort``: the sorted array for a single array; a tuple of the sorted arrays
@@ -389,6 +410,11 @@ def sort_key_val(
         values: an array of the keys' shape, any dtype.
         dimension: the axis to sort along (a static int).
         is_stable: accepted as in ``jax.lax.sort_key_val``; the sort is always stable.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
+            ``dimension`` is split: the arguments are this device's shards and the result is its
+            even share of the global sort (README "Sharded arrays"). Not needed outside
+            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
+            (``jax.make_mesh``'s default) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values permuted with them)``.
@@ -456,6 +482,12 @@ def searchsorted(
             ``sorted_v``).
         sorted_v: the queries are sorted ascending along their last axis (the result is
             unspecified, never out of bounds, when they are not).
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``a``'s
+            sorted axis is split: ``a`` and ``v`` are this device's shards (its part of the
+            sorted ``a``, its own queries) and the result is its queries' global positions
+            (README "Sharded arrays"). Outside ``shard_map``, an ``a`` whose sharding splits
+            its sorted axis over explicit mesh axes is searched shard by shard by itself (the
+            queries replicated, the counts summed; never a gather of ``a``).
 
     Returns:
         positions of v's shape, in ``jnp.searchsorted``'s dtype: int32, int64 when ``a``'s
