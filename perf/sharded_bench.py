@@ -100,7 +100,8 @@ def split_times(x, g: int, reps: int) -> dict:
             "bytes_ideal": int(x.nbytes * (g - 1) / g)}
 
 
-def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows: list) -> None:
+def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows: list,
+             ragged: bool = False) -> None:
     one = jax.devices()[0]
     x1 = data(n, dtype, jax.sharding.SingleDeviceSharding(one))
     t_jnp1 = timed(jax.jit(fn_jnp), x1, reps=reps)
@@ -134,6 +135,8 @@ def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows:
             row.update(split_times(xs, g, reps))
             saved = _sharded.EXCHANGE
             try:
+                if not ragged:
+                    raise RuntimeError("not measured (--ragged)")
                 _sharded.EXCHANGE = "ragged"
                 row["ragged_ms"] = 1e3 * timed(jax.jit(lambda x: jmp.sort(x)), xs, reps=reps)
             except Exception as e:  # noqa: BLE001
@@ -153,12 +156,57 @@ def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows:
         print(json.dumps(row), flush=True)
 
 
+def run_merge_and_search(n: int, counts, reps: int, rows: list) -> None:
+    """merge of two sorted int32 arrays of n each, and searchsorted of 2^24 replicated queries
+    in a sorted array of n, split over g devices: ours against one GPU (ours) and against jnp
+    on the sharded arrays (a sort of the concatenation; a searchsorted after XLA's gather)."""
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    a1, b1 = jnp.sort(data(n, jnp.int32, one, 1)), jnp.sort(data(n, jnp.int32, one, 2))
+    q1 = data(1 << 24, jnp.int32, one, 3)
+    t_merge1 = timed(jax.jit(jmp.merge), a1, b1, reps=reps)
+    t_search1 = min(timed(jax.jit(jmp.searchsorted), a1, q1, reps=reps),
+                    timed(jax.jit(jnp.searchsorted), a1, q1, reps=reps))
+    del a1, b1, q1
+    for g in counts:
+        if g > len(jax.devices()):
+            continue
+        for explicit in (True, False):
+            split = NamedSharding(mesh_of(g, explicit), P("d"))
+            sort = jmp.sort if explicit else jnp.sort  # (jnp.sort refuses explicit axes)
+            a = jax.jit(sort, out_shardings=split)(data(n, jnp.int32, split, 1))
+            b = jax.jit(sort, out_shardings=split)(data(n, jnp.int32, split, 2))
+            q = data(1 << 24, jnp.int32, NamedSharding(split.mesh, P()), 3)
+            if explicit:
+                m = jax.jit(jmp.merge)(a, b)
+                check_sorted(m, None)
+                t_m = timed(jax.jit(jmp.merge), a, b, reps=reps)
+                t_s = timed(jax.jit(jmp.searchsorted), a, q, reps=reps)
+            else:
+                t_mj = timed(jax.jit(lambda a, b: jnp.sort(jnp.concatenate([a, b]))), a, b,
+                             reps=max(2, reps // 3))
+                t_sj = timed(jax.jit(jnp.searchsorted), a, q, reps=reps)
+            del a, b, q
+        for row in ({"case": f"merge int32 2 x 2^{n.bit_length() - 1}", "devices": g,
+                     "ours_ms": 1e3 * t_m, "one_gpu_ms": 1e3 * t_merge1,
+                     "vs_one_gpu": t_merge1 / t_m, "jnp_sharded_ms": 1e3 * t_mj,
+                     "vs_jnp_sharded": t_mj / t_m},
+                    {"case": f"searchsorted 2^24 queries in int32 2^{n.bit_length() - 1}",
+                     "devices": g, "ours_ms": 1e3 * t_s, "one_gpu_ms": 1e3 * t_search1,
+                     "vs_one_gpu": t_search1 / t_s, "jnp_sharded_ms": 1e3 * t_sj,
+                     "vs_jnp_sharded": t_sj / t_s}):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--log2", type=int, default=30)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--devices", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--cases", nargs="+", default=["sort", "argsort", "sort_by_key"])
+    parser.add_argument("--cases", nargs="+",
+                        default=["sort", "argsort", "sort_by_key", "merge"])
+    parser.add_argument("--ragged", action="store_true",
+                        help="also time the exchange by lax.ragged_all_to_all")
     parser.add_argument("--json")
     args = parser.parse_args()
     print(jax.devices(), jax.__version__, flush=True)
@@ -166,7 +214,7 @@ def main() -> None:
     n = 1 << args.log2
     if "sort" in args.cases:
         run_case(f"sort int32 2^{args.log2}", n, jnp.int32, jmp.sort, jnp.sort, args.devices,
-                 args.reps, rows)
+                 args.reps, rows, ragged=args.ragged)
     if "argsort" in args.cases:
         run_case(f"argsort float32 2^{args.log2 - 1}", n // 2, jnp.float32, jmp.argsort,
                  jnp.argsort, args.devices, args.reps, rows)
@@ -179,6 +227,8 @@ def main() -> None:
             return k[p], ((k + 1)[p], (k + 2)[p], (k + 3)[p])
         run_case(f"sort_by_key float32 + 3 float32 2^{args.log2 - 2}", n // 4, jnp.float32,
                  ours, theirs, args.devices, args.reps, rows)
+    if "merge" in args.cases:
+        run_merge_and_search(n // 2, args.devices, args.reps, rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
