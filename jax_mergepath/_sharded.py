@@ -25,6 +25,7 @@ pair (one round on random keys); EXCHANGE = "ragged" uses `lax.ragged_all_to_all
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -34,11 +35,11 @@ import numpy as np
 from jax import lax
 
 from jax_mergepath._checks import fusable_values
-from jax_mergepath._dtypes import index_dtype
+from jax_mergepath._dtypes import index_dtype, search_index_dtype
 from jax_mergepath._gather import from_bits, to_bits
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import lexsort_rows, sort_rows
+from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 
 AxisName = str | tuple[str, ...]
 
@@ -58,8 +59,14 @@ def split_rounds(n: int, samples: int = SPLIT_SAMPLES) -> int:
 
 
 def _varying(x: jax.Array, axis_name: AxisName) -> jax.Array:
-    """x typed as varying over axis_name (shard_map's check of loop carries)."""
-    return lax.pcast(x, axis_name, to="varying")
+    """x typed as varying over axis_name (shard_map's type check of loop carries and custom
+    derivatives)."""
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    aval = jax.typeof(x)
+    mat = getattr(aval, "mat", None)  # (jax 0.10: aval.mat.varying; others: aval.vma)
+    vma = mat.varying if mat is not None else getattr(aval, "vma", frozenset())
+    missing = tuple(name for name in names if name not in vma)
+    return lax.pcast(x, missing, to="varying") if missing else x
 
 
 # ---------------------------------------------------------------- local sorts
@@ -320,12 +327,12 @@ def global_positions(n: int, axis_name: AxisName) -> jax.Array:
 
 
 def on_rows(fn: Callable, arrays: list[jax.Array], ax: int) -> list[jax.Array]:
-    """fn(1-d shards) on every row of arrays whose sorted axis is `ax` (leading dimensions
-    before it are rows, mapped by vmap; dimensions after it move with the elements)."""
+    """fn(1-d shards) on every row of arrays whose sorted axis is `ax`: every other dimension
+    of arrays[0] (the keys) is a row, mapped by vmap; the dimensions the other arrays have past
+    the keys' rank move with the elements."""
     moved = [jnp.moveaxis(x, ax, 0) for x in arrays]
-    batch = arrays[0].shape[:ax]
     f = fn
-    for _ in batch:
+    for _ in range(arrays[0].ndim - 1):
         f = jax.vmap(f, in_axes=1, out_axes=1)
     out = f(moved)
     return [jnp.moveaxis(x, 0, ax) for x in out]
@@ -419,13 +426,21 @@ def sort_split_axis(
     arrays = [_placed(x, mesh, s) for x, s in zip([*keys, *others], specs, strict=True)]
     out_specs = specs + ([key_spec] if positions else [])
 
+    mapped = _mapped_sort(mesh, tuple(specs), tuple(out_specs), len(keys), ax, entry,
+                          descending, reverse_ties, positions, op)
+    return list(mapped(*arrays))
+
+
+@functools.lru_cache(maxsize=256)
+def _mapped_sort(mesh, specs, out_specs, nk, ax, entry, descending, reverse_ties, positions, op):
+    """The jitted shard_map of a sort over mesh: one compile per layout and call (eager calls
+    reuse it)."""
     def local(*shards):
-        return _sort_local_shards(list(shards[: len(keys)]), list(shards[len(keys):]), ax,
-                                  entry, descending=descending, reverse_ties=reverse_ties,
+        return _sort_local_shards(list(shards[:nk]), list(shards[nk:]), ax, entry,
+                                  descending=descending, reverse_ties=reverse_ties,
                                   positions=positions, op=op)
 
-    mapped = jax.shard_map(local, mesh=mesh, in_specs=tuple(specs), out_specs=out_specs)
-    return list(mapped(*arrays))
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=list(out_specs)))
 
 
 def _sort_local_shards(keys, others, ax, axis_name, *, descending, reverse_ties, positions, op):
@@ -443,7 +458,53 @@ def _sort_local_shards(keys, others, ax, axis_name, *, descending, reverse_ties,
                            descending=descending, reverse_ties=reverse_ties, op=op)
         return [*k, *o]
 
-    return on_rows(rows, arrays, ax)
+    def run(arrays):
+        return on_rows(rows, list(arrays), ax)
+
+    if not any(jnp.issubdtype(x.dtype, jnp.inexact) for x in arrays):
+        return run(arrays)
+    return _with_vjp(run, arrays, ax, axis_name, op)
+
+
+def _with_vjp(run: Callable, arrays: list[jax.Array], ax: int, axis_name: AxisName, op: str):
+    """run(arrays) (a sort along ax moving every array with the keys, arrays[0]) with reverse-mode
+    derivatives: the forward pass also moves each element's global position; the backward pass
+    sorts the cotangents by those positions, which sends each back to its element's device and
+    place."""
+    n = arrays[0].shape[ax]
+    shape = [1] * arrays[0].ndim
+    shape[ax] = n
+    source = jnp.broadcast_to(global_positions(n, axis_name).reshape(shape), arrays[0].shape)
+
+    def back(perm, cts):
+        def rows(shards):
+            _, o = sort_shards([shards[0]], shards[1:], axis_name=axis_name, descending=False,
+                               reverse_ties=False, op=op)
+            return o
+        return on_rows(rows, [perm, *cts], ax)
+
+    def varying(out):  # (the kernels' outputs are typed invariant; they vary)
+        return [_varying(x, axis_name) for x in out]
+
+    @jax.custom_vjp
+    def sort(arrays, source):
+        del source
+        return tuple(varying(run(arrays)))
+
+    def fwd(arrays, source):
+        out = varying(run([*arrays, source]))
+        return tuple(out[:-1]), out[-1]
+
+    def bwd(perm, cts):
+        inexact = [i for i, x in enumerate(arrays) if jnp.issubdtype(x.dtype, jnp.inexact)]
+        moved = back(perm, [cts[i] for i in inexact])
+        out = [np.zeros(x.shape, jax.dtypes.float0) for x in arrays]
+        for i, ct in zip(inexact, moved, strict=True):
+            out[i] = _varying(ct, axis_name)
+        return tuple(out), np.zeros(source.shape, jax.dtypes.float0)
+
+    sort.defvjp(fwd, bwd)
+    return list(sort(tuple(arrays), source))
 
 
 def _pad_spec(spec, ndim: int):
@@ -455,14 +516,10 @@ def merge_split_axis(a: jax.Array, b: jax.Array, ax: int, axis_name: AxisName | 
     """The merge of a and b along `ax` when that axis is split over devices (named by
     axis_name inside shard_map, or read from a's or b's sharding; the other array is laid out
     as the first): [merged] or [merged, positions], the output split as a; None otherwise."""
-    def rows(shards):
-        return merge_shards(shards[0], shards[1], axis_name=name, descending=descending,
-                            return_indices=return_indices, op=op)
-
     if axis_name is not None:
         _check_axis_name(axis_name, op)
-        name = axis_name
-        return on_rows(rows, [a, b], ax)
+        return _merge_local_shards(a, b, ax, axis_name, descending=descending,
+                                   return_indices=return_indices, op=op)
     found = _split_sharding(a, ax) or _split_sharding(b, ax)
     if found is None:
         return None
@@ -477,16 +534,65 @@ def merge_split_axis(a: jax.Array, b: jax.Array, ax: int, axis_name: AxisName | 
                 f"devices; {arg}'s length along it ({x.shape[ax]}) must be a multiple of {g}"
             )
     a, b = _placed(a, mesh, spec), _placed(b, mesh, spec)
+    return list(_mapped_merge(mesh, spec, ax, descending, return_indices, op)(a, b))
+
+
+@functools.lru_cache(maxsize=256)
+def _mapped_merge(mesh, spec, ax, descending, return_indices, op):
+    def local(a, b):
+        return _merge_local_shards(a, b, ax, spec[ax], descending=descending,
+                                   return_indices=return_indices, op=op)
+
     out_specs = [spec, spec] if return_indices else [spec]
-    mapped = jax.shard_map(lambda a, b: on_rows(rows, [a, b], ax), mesh=mesh,
-                           in_specs=(spec, spec), out_specs=out_specs)
-    return list(mapped(a, b))
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, spec), out_specs=out_specs))
+
+
+def _merge_local_shards(a, b, ax, axis_name, *, descending, return_indices, op):
+    """merge_shards on every row (on_rows), with reverse-mode derivatives for float keys: the
+    forward pass keeps each output's position in concatenate([a, b]); the backward pass sorts
+    the cotangents by the device and place of that position in a's or b's shards."""
+    def run(a, b, indices):
+        return on_rows(lambda s: merge_shards(s[0], s[1], axis_name=axis_name,
+                                              descending=descending, return_indices=indices,
+                                              op=op), [a, b], ax)
+
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        return run(a, b, return_indices)
+    g = lax.psum(1, axis_name)
+    na, nb = a.shape[ax], b.shape[ax]
+
+    def varying(out):
+        return [_varying(x, axis_name) for x in out]
+
+    @jax.custom_vjp
+    def merged(a, b):
+        return tuple(varying(run(a, b, return_indices)))
+
+    def fwd(a, b):
+        out = varying(run(a, b, True))
+        return tuple(out if return_indices else out[:1]), out[1]
+
+    def bwd(positions, cts):
+        from_b = positions >= g * na
+        rest = positions - g * na
+        device = jnp.where(from_b, rest // nb, positions // na)
+        slot = jnp.where(from_b, na + rest % nb, positions % na)
+        home = device * (na + nb) + slot  # where the element's cotangent goes
+        back = on_rows(lambda s: sort_shards([s[0]], [s[1]], axis_name=axis_name,
+                                             descending=False, reverse_ties=False, op=op)[1],
+                       [home, cts[0]], ax)[0]
+        back = jnp.moveaxis(back, ax, -1)
+        ct_a = _varying(jnp.moveaxis(back[..., :na], -1, ax), axis_name)
+        ct_b = _varying(jnp.moveaxis(back[..., na:], -1, ax), axis_name)
+        return ct_a, ct_b
+
+    merged.defvjp(fwd, bwd)
+    return list(merged(a, b))
 
 
 def searchsorted_split_axis(a: jax.Array, v: jax.Array, axis_name: AxisName | None, *,
-                            search: Callable[[jax.Array, jax.Array], jax.Array],
-                            dtype_for: Callable[[int], np.dtype], op: str) -> jax.Array | None:
-    """search(a rows, queries rows) (counts of a row's elements before each query) when a's
+                            right: bool, op: str) -> jax.Array | None:
+    """searchsorted_rows(a, v) (counts of a row's elements before each query) when a's
     last axis is split over devices, summed over the devices: a is sorted as a whole, so a
     query's global count is the sum of its counts in the shards. a: (*batch, n), v: (*batch, q);
     with axis_name (inside shard_map) v holds this device's queries; they are gathered along the
@@ -495,10 +601,11 @@ def searchsorted_split_axis(a: jax.Array, v: jax.Array, axis_name: AxisName | No
     split."""
     if axis_name is not None:
         g = _check_axis_name(axis_name, op)
-        dtype = dtype_for(g * a.shape[-1])
+        dtype = search_index_dtype(g * a.shape[-1])
         every = lax.all_gather(v, axis_name)  # (g, *batch, q)
         queries = jnp.moveaxis(every, 0, -2).reshape(*v.shape[:-1], g * v.shape[-1])
-        counts = search(a, queries).astype(dtype).reshape(*v.shape[:-1], g, v.shape[-1])
+        counts = searchsorted_rows(a, queries, right=right, sorted_v=False, op=op)
+        counts = counts.astype(dtype).reshape(*v.shape[:-1], g, v.shape[-1])
         return lax.psum_scatter(jnp.moveaxis(counts, -2, 0), axis_name, scatter_dimension=0)
     found = _split_sharding(a, a.ndim - 1)
     if found is None:
@@ -514,9 +621,15 @@ def searchsorted_split_axis(a: jax.Array, v: jax.Array, axis_name: AxisName | No
         )
     v_spec = jax.sharding.PartitionSpec(*spec[:-1], None)
     a, v = _placed(a, mesh, spec), _placed(v, mesh, v_spec)
-    dtype = dtype_for(a.shape[-1])
+    dtype = search_index_dtype(a.shape[-1])
 
+    return _mapped_search(mesh, spec, v_spec, np.dtype(dtype), right, op)(a, v)
+
+
+@functools.lru_cache(maxsize=256)
+def _mapped_search(mesh, spec, v_spec, dtype, right, op):
     def local(a, v):
-        return lax.psum(search(a, v).astype(dtype), name)
+        counts = searchsorted_rows(a, v, right=right, sorted_v=False, op=op)
+        return lax.psum(counts.astype(dtype), spec[-1])
 
-    return jax.shard_map(local, mesh=mesh, in_specs=(spec, v_spec), out_specs=v_spec)(a, v)
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(spec, v_spec), out_specs=v_spec))

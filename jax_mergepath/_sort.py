@@ -32,7 +32,7 @@ from jax_mergepath._checks import (
     normalize_axis,
     static_int,
 )
-from jax_mergepath._dtypes import promote, search_index_dtype
+from jax_mergepath._dtypes import promote
 from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
@@ -544,10 +544,7 @@ def searchsorted(
     query_shape = v_arr.shape[len(batch) :]
     flat = v_arr.reshape(*batch, math.prod(query_shape))
     right = side == "right"
-    split = searchsorted_split_axis(
-        a_arr, flat, axis_name, op=op, dtype_for=search_index_dtype,
-        search=lambda a, v: searchsorted_rows(a, v, right=right, sorted_v=False, op=op),
-    )
+    split = searchsorted_split_axis(a_arr, flat, axis_name, right=right, op=op)
     if split is not None:
         return split.reshape(v_arr.shape)
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
