@@ -1,0 +1,546 @@
+"""Run in a fresh process with 8 CPU devices (see test_sharded_axis.py): sorts along an axis
+SHARDED over a mesh axis (docs/contract.md "Sharding") give the unsharded jnp result bit for bit,
+keep the input's sharding, and compile to a program without an all-gather of the data.
+
+Paths: inside a user's shard_map (``axis_name=``), unchanged user code under ``jax.jit`` with
+arrays placed by ``NamedSharding`` on an Explicit mesh, and eager calls on such arrays. Cases:
+every key dtype (``--x64``: also the 64-bit ones), both directions, stability, argsort's global
+positions, sort_by_key with a pytree payload, lax_sort with two keys, skewed and presorted
+shards, shard sizes 1 to 2**14 + 8, 2-D arrays (rows replicated or sharded on a 2-D mesh), vmap
+and grad, and the compiled program's collectives. Prints ``ok <case>`` or ``BAD <case>: why``
+per case and exits non-zero on any failure.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
+        python tests/sharding/sharded_axis.py [--x64] [-k SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import re
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import jax_mergepath as jmp
+
+G = 8  # devices
+BF16 = np.dtype(ml_dtypes.bfloat16)
+# Quiet NaNs of both signs and several payloads (bfloat16: the default payload only, as in
+# tests/reference.py: XLA:CPU moves bfloat16 through float32 and canonicalizes payloads there).
+NAN_BITS = {
+    "float16": [0x7E00, 0xFE00, 0x7E01, 0xFE37],
+    "bfloat16": [0x7FC0, 0xFFC0],
+    "float32": [0x7FC00000, 0xFFC00000, 0x7FC00001, 0xFFC12345],
+    "float64": [0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000001, 0xFFF800000000ABCD],
+}
+DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "bool", "float16", "bfloat16",
+          "float32"]
+DTYPES_X64 = ["int64", "uint64", "float64"]
+COLLECTIVE = re.compile(
+    r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(.+?)\s+(all-gather|all-reduce|reduce-scatter)"
+    r"(?:-start)?\(", re.M)
+EXCHANGE = re.compile(r"\b(?:ragged-)?all-to-all(?:-start)?\(|\bcollective-permute(?:-start)?\(")
+SHAPE = re.compile(r"\b[a-z]+[0-9]*\[([0-9,]*)\]")
+
+QUICK_DTYPES = ["int8", "bfloat16", "float32"]
+
+failures: list[str] = []
+passed = 0
+selected: str | None = None
+quick_only = False
+
+
+# ---------------------------------------------------------------- reporting and comparison
+
+
+def case(name: str, fn: Callable[[], str | None], quick: bool = False) -> None:
+    """Runs one case: prints `ok name` or `BAD name: why` (an exception is a failure); with
+    --quick only the quick ones."""
+    global passed
+    if (selected and selected not in name) or (quick_only and not quick):
+        return
+    t0 = time.perf_counter()
+    try:
+        note = fn()
+    except Exception as e:  # noqa: BLE001 - every failure is reported, the script goes on
+        failures.append(name)
+        lines = traceback.format_exception_only(type(e), e)
+        msg = "".join(lines).strip().replace("\n", " | ")
+        print(f"BAD {name}: {msg[:1500]}", flush=True)
+        if not isinstance(e, AssertionError):
+            traceback.print_exc(limit=-4, file=sys.stdout)
+        return
+    passed += 1
+    dt = time.perf_counter() - t0
+    print(f"ok {name}" + (f": {note}" if note else "") + f" ({dt:.1f} s)", flush=True)
+
+
+def to_bits(x: Any) -> np.ndarray:
+    x = np.asarray(x)
+    return x if x.dtype.kind in "iu" else x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def assert_same(got: Any, want: Any, what: str = "") -> None:
+    """Same pytree, dtypes, shapes and bits (-0.0 != +0.0, NaN payloads matter)."""
+    gl, gt = jax.tree.flatten(got)
+    wl, wt = jax.tree.flatten(want)
+    assert gt == wt, f"{what}: structure {gt} != {wt}"
+    for i, (g, w) in enumerate(zip(gl, wl, strict=True)):
+        g, w = np.asarray(g), np.asarray(w)
+        where = f"{what} [output {i}]"
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype} != {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape} != {w.shape}"
+        gb, wb = to_bits(g), to_bits(w)
+        bad = np.argwhere(gb != wb)
+        if bad.size:
+            at = tuple(int(j) for j in bad[0])
+            raise AssertionError(
+                f"{where}: {len(bad)} of {gb.size} elements differ; first at {at}: got "
+                f"{g[at]!r} (bits {int(gb[at]):#x}), want {w[at]!r} (bits {int(wb[at]):#x})")
+
+
+def assert_sharding(outs: Any, sharding: NamedSharding, what: str = "") -> None:
+    for i, o in enumerate(jax.tree.leaves(outs)):
+        assert isinstance(o, jax.Array), f"{what} [output {i}]: {type(o)}"
+        want = NamedSharding(sharding.mesh, P(*sharding.spec, *([None] * (o.ndim - len(
+            sharding.spec)))))
+        assert o.sharding.is_equivalent_to(want, o.ndim), (
+            f"{what} [output {i}]: sharding {o.sharding} is not the input's {sharding}")
+        shapes = {s.data.shape for s in o.addressable_shards}
+        assert len(shapes) == 1, f"{what} [output {i}]: uneven shards {shapes}"
+
+
+# ---------------------------------------------------------------- data
+
+
+def specials(dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return np.array([False, True])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([info.min, info.min + 1, 0, 1, info.max - 1, info.max], dtype)
+    info = ml_dtypes.finfo(dtype)
+    vals = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, float(info.max), -float(info.max),
+                     float(info.smallest_normal)]).astype(dtype)
+    nans = np.array(NAN_BITS[dtype.name], f"u{dtype.itemsize}").view(dtype)
+    return np.concatenate([vals, nans])
+
+
+def keys(rng: np.random.Generator, dtype: Any, shape: Any, pattern: str = "mixed") -> np.ndarray:
+    """Keys of dtype and shape (the sorted axis last; floats without subnormals, which XLA:CPU's
+    jnp.sort flushes to zero). pattern: mixed (random, many ties, ~10% edge values: NaNs of
+    several payloads and both signs, +-0.0, +-inf, int min / max), ties3 (3 distinct keys;
+    floats -0.0, +0.0, 1.0), equal (floats: +0.0 and -0.0 mixed), two, sorted, reverse,
+    half_sorted (the first half of the axis sorted, the rest random), rotated<k> (sorted, rolled
+    by k shards), nan (floats: NaNs only)."""
+    dtype = np.dtype(dtype)
+    shape = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+    n = shape[-1]
+    isfloat = dtype.kind == "f" or dtype == BF16
+    if pattern == "mixed":
+        if dtype == np.bool_:
+            out = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            wide = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+            narrow = rng.integers(max(int(info.min), -20), 20, shape).astype(dtype)
+            out = np.where(rng.random(shape) < 0.5, wide, narrow)
+        else:
+            out = (np.round(rng.standard_normal(shape) * 20) / 4).astype(dtype)
+        edge = rng.random(shape) < 0.1
+        return np.where(edge, rng.choice(specials(dtype), shape), out).astype(dtype)
+    if pattern == "ties3":
+        pool = np.array([-0.0, 0.0, 1.0]) if isfloat else np.arange(3)
+        return rng.choice(pool, shape).astype(dtype)
+    if pattern == "equal":
+        if isfloat:
+            return np.where(rng.random(shape) < 0.5, 0.0, -0.0).astype(dtype)
+        return np.full(shape, 1, dtype)
+    if pattern == "two":
+        return rng.integers(0, 2, shape).astype(dtype)
+    if pattern == "nan":
+        nans = np.array(NAN_BITS[dtype.name], f"u{dtype.itemsize}").view(dtype)
+        return rng.choice(nans, shape)
+    base = np.sort(keys(rng, dtype, shape, "mixed"), axis=-1, kind="stable")
+    if pattern == "sorted":
+        return base
+    if pattern == "reverse":
+        return base[..., ::-1].copy()
+    if pattern == "half_sorted":
+        out = keys(rng, dtype, shape, "mixed")
+        out[..., : n // 2] = np.sort(out[..., : n // 2], axis=-1, kind="stable")
+        return out
+    if pattern.startswith("rotated"):
+        return np.roll(base, int(pattern[len("rotated"):]) * (n // G), axis=-1)
+    raise ValueError(pattern)
+
+
+def local0(x: np.ndarray) -> jax.Array:
+    """x on one device (the unsharded reference's input)."""
+    return jax.device_put(x, jax.devices()[0])
+
+
+# ---------------------------------------------------------------- the four sorts, both ways
+
+
+def ref_family(x: np.ndarray, axis: int = -1) -> tuple:
+    x = local0(x)
+    return (jnp.sort(x, axis=axis), jnp.sort(x, axis=axis, descending=True),
+            jnp.argsort(x, axis=axis, stable=True),
+            jnp.argsort(x, axis=axis, stable=True, descending=True))
+
+
+def jmp_family(axis: int = -1, axis_name: Any = None) -> Callable:
+    kw: dict[str, Any] = {} if axis_name is None else {"axis_name": axis_name}
+
+    def f(x):
+        return (jmp.sort(x, axis=axis, **kw), jmp.sort(x, axis=axis, descending=True, **kw),
+                jmp.argsort(x, axis=axis, **kw),
+                jmp.argsort(x, axis=axis, descending=True, **kw))
+    return f
+
+
+@functools.cache
+def smap(fn: Callable, mesh: Any, spec: P) -> Callable:
+    """jit(shard_map(fn)) with every input and output split by spec (cached: one trace)."""
+    return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=spec, out_specs=spec))
+
+
+@functools.cache
+def smap_family(mesh: Any, spec: P, axis: int = -1, axis_name: Any = "d") -> Callable:
+    return smap(jmp_family(axis, axis_name), mesh, spec)
+
+
+JIT_SORT = jax.jit(jmp.sort, static_argnames=("axis", "descending"))
+JIT_ARGSORT = jax.jit(jmp.argsort, static_argnames=("axis", "descending"))
+
+
+@functools.cache
+def jit_family(axis: int) -> Callable:
+    return jax.jit(jmp_family(axis))
+
+
+def check_smap_family(x: np.ndarray, mesh: Any, spec: P, axis: int = -1,
+                      axis_name: Any = "d") -> str:
+    want = ref_family(x, axis)
+    got = smap_family(mesh, spec, axis, axis_name)(jax.device_put(x, NamedSharding(mesh, spec)))
+    assert_same(got, want, "sort, sort desc, argsort, argsort desc")
+    return f"{x.dtype} {x.shape}"
+
+
+def check_jit_family(x: np.ndarray, mesh: Any, spec: P, axis: int = -1, eager: bool = False
+                     ) -> str:
+    sh = NamedSharding(mesh, spec)
+    xs = jax.device_put(x, sh)
+    want = ref_family(x, axis)
+    got = jmp_family(axis)(xs) if eager else jit_family(axis)(xs)
+    assert_same(got, want, "sort, sort desc, argsort, argsort desc")
+    assert_sharding(got, sh)
+    return f"{x.dtype} {x.shape} {spec}"
+
+
+# ---------------------------------------------------------------- sort_by_key and lax_sort
+
+
+def ref_sort_by_key(k: np.ndarray, v: Any, descending: bool) -> tuple:
+    perm = np.asarray(jnp.argsort(local0(k), stable=True, descending=descending))
+    take = functools.partial(np.take, indices=perm, axis=0)
+    return take(k), jax.tree.map(lambda a: take(np.asarray(a)), v)
+
+
+def payload(rng: np.random.Generator, n: int) -> dict:
+    return {"a": rng.standard_normal(n).astype(np.float32),
+            "b": rng.integers(-1000, 1000, (n, 3)).astype(np.int32)}
+
+
+def lax_operands(rng: np.random.Generator, n: int) -> tuple:
+    k1 = rng.integers(0, 4, n).astype(np.int16)
+    k2 = keys(rng, np.float32, n, "ties3")
+    k2[rng.random(n) < 0.05] = np.float32(np.nan)
+    v = rng.standard_normal(n).astype(np.float32)
+    v[rng.random(n) < 0.1] = -0.0
+    return k1, k2, v
+
+
+def ref_lax_sort(ops: tuple) -> tuple:
+    return jax.lax.sort(tuple(local0(o) for o in ops), num_keys=2, is_stable=True)
+
+
+# ---------------------------------------------------------------- compiled program
+
+
+def collective_sizes(text: str) -> list[tuple[str, int]]:
+    """(op, largest element count of one output array) of every all-gather, all-reduce and
+    reduce-scatter in an HLO module's text."""
+    out = []
+    for m in COLLECTIVE.finditer(text):
+        shapes = SHAPE.findall(m.group(1))
+        sizes = [math.prod(int(d) for d in s.split(",") if d) for s in shapes]
+        out.append((m.group(2), max(sizes, default=0)))
+    return out
+
+
+def check_hlo(fn: Callable, args: tuple, local_n: int) -> str:
+    text = fn.lower(*args).compile().as_text()
+    sizes = collective_sizes(text)
+    big = [(op, s) for op, s in sizes if s >= local_n / 4]
+    gathers = [s for op, s in sizes if op == "all-gather"]
+    assert not big, (f"collectives as large as the data (local shard {local_n} elements): {big}; "
+                     f"all: {sizes}")
+    assert EXCHANGE.search(text), "no all-to-all / collective-permute (the exchange)"
+    return f"largest all-gather {max(gathers, default=0)} elements, local shard {local_n}"
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--x64", action="store_true", help="jax_enable_x64 on; 64-bit dtypes")
+    parser.add_argument("--quick", action="store_true",
+                        help="the core cases only (with --x64: the 64-bit ones)")
+    parser.add_argument("-k", default=None, help="run only the cases whose name has this")
+    args = parser.parse_args()
+    global selected, quick_only
+    selected, quick_only = args.k, args.quick
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    devices = jax.devices()
+    assert len(devices) == G, devices
+    print(f"jax {jax.__version__}, x64={jax.config.jax_enable_x64}, quick={args.quick}, "
+          f"partitioner: {'shardy' if jax.config.jax_use_shardy_partitioner else 'gspmd'}")
+    mesh = jax.make_mesh((G,), ("d",))  # Explicit axis types (make_mesh's default)
+    mesh2 = jax.make_mesh((2, G // 2), ("r", "d"))
+    assert all(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types), mesh
+    rng = np.random.default_rng(20240610 + args.x64)
+    d = P("d")
+    n = 1000  # local shard
+    core = not args.x64  # --quick runs these without --x64, the 64-bit cases with it
+
+    # -- shard_map with axis_name: every dtype, both directions, sort and argsort
+    for dt in DTYPES + (DTYPES_X64 if args.x64 else []):
+        x = keys(rng, dt, G * n)
+        case(f"shard_map dtype {dt}", lambda x=x: check_smap_family(x, mesh, d),
+             quick=dt in QUICK_DTYPES if core else dt in DTYPES_X64)
+    for dt in ["float32", "int8"]:
+        x = keys(rng, dt, G * n, "ties3")
+        case(f"shard_map stability ties3 {dt}", lambda x=x: check_smap_family(x, mesh, d),
+             quick=core)
+    for dt in ["float16", "bfloat16", "float32"] + (["float64"] if args.x64 else []):
+        x = keys(rng, dt, G * n, "nan")
+        case(f"shard_map all NaN {dt}", lambda x=x: check_smap_family(x, mesh, d),
+             quick=dt == "float32" and core or dt == "float64")
+
+    # -- skew: unequal sortedness, equal keys, two values, sorted, reverse, rotated shards
+    for pattern in ["half_sorted", "equal", "two", "sorted", "reverse", "rotated1",
+                    "rotated3", "rotated7"]:
+        for dt in ["float32", "uint16"]:
+            x = keys(rng, dt, G * n, pattern)
+            case(f"shard_map skew {pattern} {dt}", lambda x=x: check_smap_family(x, mesh, d),
+                 quick=core and dt == "float32")
+
+    # -- shard sizes
+    for local in [1, 7, 2**14 + 8]:
+        for pattern in ["mixed", "ties3", "rotated3"]:
+            x = keys(rng, np.float32, G * local, pattern)
+            case(f"shard_map size {local}/device {pattern}",
+                 lambda x=x: check_smap_family(x, mesh, d), quick=core and local != 7)
+
+    # -- 2-D: rows replicated, rows sharded on a 2-D mesh, the sorted axis first; a tuple axis
+    x2 = keys(rng, np.float32, (4, G * n))
+    case("shard_map 2-D P(None, 'd')", lambda: check_smap_family(x2, mesh, P(None, "d")))
+    case("shard_map 2-D P('r', 'd') on a 2x4 mesh",
+         lambda: check_smap_family(x2, mesh2, P("r", "d")), quick=core)
+    xt = np.ascontiguousarray(keys(rng, np.int16, (3, G * n)).T)
+    case("shard_map 2-D axis=0 P('d', None)",
+         lambda: check_smap_family(xt, mesh, P("d", None), axis=0), quick=core)
+    x1 = keys(rng, np.float32, G * n)
+    case("shard_map axis_name=('r', 'd') on a 2x4 mesh",
+         lambda: check_smap_family(x1, mesh2, P(("r", "d")), axis_name=("r", "d")))
+
+    # -- sort_by_key (pytree payload with trailing dims; one fused leaf) and lax_sort
+    kb = keys(rng, np.float32, G * n, "ties3")
+    vb = payload(rng, G * n)
+    vi = rng.integers(0, 1 << 30, G * n).astype(np.int32)
+    for desc in [False, True]:
+        f_tree = smap(functools.partial(_sbk, descending=desc), mesh, d)
+        case(f"shard_map sort_by_key pytree descending={desc}", lambda f=f_tree, desc=desc:
+             assert_same(f(*put(mesh, d, kb, vb)), ref_sort_by_key(kb, vb, desc)),
+             quick=core and desc)
+        case(f"shard_map sort_by_key one leaf descending={desc}", lambda f=f_tree, desc=desc:
+             assert_same(f(*put(mesh, d, kb, vi)), ref_sort_by_key(kb, vi, desc)))
+    ops = lax_operands(rng, G * n)
+    f_lax = smap(_lax3, mesh, d)
+    case("shard_map lax_sort num_keys=2 + 1 operand",
+         lambda: assert_same(f_lax(*put(mesh, d, *ops)), ref_lax_sort(ops)), quick=core)
+
+    # -- unchanged user code: jit with NamedSharding'd arrays (Explicit mesh), and eager
+    for dt in ["float32", "int8", "bool"] + (["float64", "uint64"] if args.x64 else []):
+        x = keys(rng, dt, G * n)
+        case(f"jit explicit {dt}", lambda x=x: check_jit_family(x, mesh, d),
+             quick=dt == "float32" and core or dt == "float64")
+    for local in [1, 7]:
+        x = keys(rng, np.float32, G * local)
+        case(f"jit explicit size {local}/device", lambda x=x: check_jit_family(x, mesh, d))
+    x = keys(rng, np.float32, G * n, "rotated3")
+    case("jit explicit skew rotated3", lambda: check_jit_family(x, mesh, d))
+    case("jit explicit 2-D P(None, 'd')", lambda: check_jit_family(x2, mesh, P(None, "d")))
+    case("jit explicit 2-D P('r', 'd') on a 2x4 mesh",
+         lambda: check_jit_family(x2, mesh2, P("r", "d")))
+    case("jit explicit 2-D axis=0 P('d', None)",
+         lambda: check_jit_family(xt, mesh, P("d", None), axis=0))
+    case("jit explicit 1-D P(('r', 'd'))", lambda: check_jit_family(x1, mesh2, P(("r", "d"))))
+    x = keys(rng, np.float32, G * n)
+    case("eager explicit sort", lambda: check_eager(jmp.sort, x, mesh, d), quick=core)
+    case("eager explicit argsort descending", lambda: check_eager(functools.partial(
+        jmp.argsort, descending=True), x, mesh, d))
+    case("eager explicit 2-D P('r', 'd') sort descending", lambda: check_eager(functools.partial(
+        jmp.sort, descending=True), x2, mesh2, P("r", "d")))
+    for desc in [False, True]:
+        for how, fn in [("jit", jax.jit(functools.partial(_sbk_plain, descending=desc))),
+                        ("eager", functools.partial(_sbk_plain, descending=desc))]:
+            case(f"{how} explicit sort_by_key pytree descending={desc}",
+                 lambda fn=fn, desc=desc: _check_explicit(
+                     fn, (kb, vb), ref_sort_by_key(kb, vb, desc), mesh),
+                 quick=core and how == "jit" and not desc)
+    for how, fn in [("jit", jax.jit(_lax3_plain)), ("eager", _lax3_plain)]:
+        case(f"{how} explicit lax_sort num_keys=2 + 1 operand",
+             lambda fn=fn: _check_explicit(fn, ops, ref_lax_sort(ops), mesh))
+
+    # -- the compiled program: no all-gather of the data, one exchange
+    big = G * (2**14 + 8)
+    xb = jax.device_put(keys(rng, np.float32, big), NamedSharding(mesh, d))
+    vbig = jax.device_put(rng.standard_normal(big).astype(np.float32), NamedSharding(mesh, d))
+    local_n = big // G
+    sm = functools.partial(jax.shard_map, mesh=mesh, in_specs=d, out_specs=d)
+    for name, fn, fargs, q in [
+        ("shard_map sort", jax.jit(sm(lambda x: jmp.sort(x, axis_name="d"))), (xb,), core),
+        ("shard_map argsort desc", jax.jit(sm(lambda x: jmp.argsort(
+            x, descending=True, axis_name="d"))), (xb,), False),
+        ("shard_map sort_by_key", jax.jit(sm(lambda k, v: jmp.sort_by_key(
+            k, v, axis_name="d"))), (xb, vbig), False),
+        ("jit explicit sort", JIT_SORT, (xb,), False),
+        ("jit explicit argsort", JIT_ARGSORT, (xb,), False),
+        ("jit explicit sort_by_key", jax.jit(jmp.sort_by_key), (xb, vbig), core),
+        ("jit explicit lax_sort", jax.jit(lambda a, b: jmp.lax_sort((a, b), num_keys=2)),
+         (xb, vbig), False),
+    ]:
+        case(f"hlo {name}: no all-gather of the data",
+             lambda fn=fn, fargs=fargs: check_hlo(fn, fargs, local_n), quick=q)
+
+    # -- transformations: vmap of a shard_map'ed sort, grad
+    xv = keys(rng, np.float32, (3, G * n))
+    f_vm = jax.jit(jax.vmap(jax.shard_map(jmp_family(-1, "d"), mesh=mesh, in_specs=d,
+                                          out_specs=d)))
+    case("vmap of shard_map sort family",
+         lambda: assert_same(f_vm(jax.device_put(xv, NamedSharding(mesh, P(None, "d")))),
+                             ref_family(xv)))
+    xg = distinct(rng, G * n)
+    w = rng.standard_normal(G * n).astype(np.float32)
+    f_sm = jax.shard_map(lambda x: jmp.sort(x, axis_name="d"), mesh=mesh, in_specs=d,
+                         out_specs=d)
+    for name, loss, desc, q in [
+        ("grad through shard_map sort", lambda x, w: jnp.sum(f_sm(x) * w), False, False),
+        ("grad jit explicit sort", lambda x, w: jnp.sum(jmp.sort(x) * w), False, core),
+        ("grad jit explicit sort descending",
+         lambda x, w: jnp.sum(jmp.sort(x, descending=True) * w), True, False),
+    ]:
+        case(name, lambda loss=loss, desc=desc: check_grad(loss, xg, w, desc, mesh), quick=q)
+
+    # -- uneven shards: a ValueError naming the axis (when jax lets such an array be placed)
+    case("uneven global length", lambda: check_uneven(mesh), quick=core)
+
+    print(f"{passed} ok, {len(failures)} failed" + (f": {failures}" if failures else ""))
+    return 1 if failures else 0
+
+
+def check_eager(fn: Callable, x: np.ndarray, mesh: Any, spec: P) -> str:
+    """fn on a NamedSharding'd array outside jit equals fn on the unsharded array, sharded as
+    its input."""
+    sh = NamedSharding(mesh, spec)
+    got = fn(jax.device_put(x, sh))
+    assert_same(got, _ref_of(fn)(local0(x)))
+    assert_sharding(got, sh)
+    return f"{x.dtype} {x.shape} {spec}"
+
+
+def _ref_of(fn: Callable) -> Callable:
+    """The jnp function that fn (a jmp sort or argsort, maybe a partial) drops in for."""
+    base = fn.func if isinstance(fn, functools.partial) else fn
+    kw = fn.keywords if isinstance(fn, functools.partial) else {}
+    ref = {jmp.sort: jnp.sort, jmp.argsort: functools.partial(jnp.argsort, stable=True)}[base]
+    return functools.partial(ref, **kw)
+
+
+def check_grad(loss: Callable, x: np.ndarray, w: np.ndarray, descending: bool, mesh: Any
+               ) -> None:
+    """jit(grad(loss)) on sharded x, w equals the gradient of the jnp loss, unsharded."""
+    want = jax.grad(lambda x, w: jnp.sum(jnp.sort(x, descending=descending) * w))(
+        local0(x), local0(w))
+    got = jax.jit(jax.grad(loss))(*put(mesh, P("d"), x, w))
+    assert_same(got, want, "gradient")
+
+
+def _sbk(k, v, descending=False):
+    return jmp.sort_by_key(k, v, descending=descending, axis_name="d")
+
+
+def _sbk_plain(k, v, descending=False):
+    return jmp.sort_by_key(k, v, descending=descending)
+
+
+def _lax3(a, b, c):
+    return jmp.lax_sort((a, b, c), num_keys=2, axis_name="d")
+
+
+def _lax3_plain(a, b, c):
+    return jmp.lax_sort((a, b, c), num_keys=2)
+
+
+def put(mesh: Any, spec: P, *arrays: Any) -> list:
+    """Every array (pytree) placed split by spec along its first axis."""
+    return [jax.tree.map(lambda a: jax.device_put(a, NamedSharding(mesh, spec)), a)
+            for a in arrays]
+
+
+def _check_explicit(fn: Callable, args: tuple, want: Any, mesh: Any) -> None:
+    got = fn(*put(mesh, P("d"), *args))
+    assert_same(got, want)
+    assert_sharding(got, NamedSharding(mesh, P("d")))
+
+
+def distinct(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Distinct floats (no ties: the gradient of sort is then unique)."""
+    return ((rng.permutation(n) - n / 2) * 0.5 + 0.25).astype(np.float32)
+
+
+def check_uneven(mesh: Any) -> str:
+    x = np.arange(G * 100 + 1, dtype=np.float32)
+    try:
+        xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+    except ValueError as e:
+        assert "jax_mergepath" not in str(e), e
+        return f"skipped: jax refuses to place {x.shape} on {G} devices ({type(e).__name__})"
+    try:
+        JIT_SORT(xs)
+    except ValueError as e:
+        assert "'d'" in str(e) or '"d"' in str(e) or " d " in str(e), f"axis not named: {e}"
+        assert "divisible" in str(e) or "multiple" in str(e), f"requirement not said: {e}"
+        return f"ValueError: {e}"
+    raise AssertionError("no ValueError for a global length not divisible by the devices")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
