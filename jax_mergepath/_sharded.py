@@ -36,7 +36,7 @@ from jax import lax
 
 from jax_mergepath._checks import fusable_values
 from jax_mergepath._dtypes import index_dtype, search_index_dtype
-from jax_mergepath._gather import from_bits, to_bits
+from jax_mergepath._gather import from_bits, reverse_bits, to_bits
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
 from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
@@ -88,7 +88,9 @@ def _local_sort(
             k, _ = sort_rows(key, (), descending=descending, payload=Payload.NONE, op=op,
                              reverse_ties=reverse_ties)
             return [k], []
-        assert not reverse_ties
+        if reverse_ties:  # ties in reverse input order: a stable sort of the reversed input
+            key = reverse_bits(key, 0)
+            others = [reverse_bits(x, 0) for x in others]
         if len(others) == 1 and fusable_values(others, key):
             k, v = sort_rows(key, (others[0],), descending=descending, payload=Payload.VALUE,
                              op=op)

@@ -85,6 +85,7 @@ def _run_processes(*extra: str) -> list[str]:
     return outs
 
 
+@pytest.mark.slow
 def test_multiprocess_plumbing():
     """Plain jax: 2 processes of 4 CPU devices run cross-process collectives (the setup the
     next test relies on)."""
