@@ -296,10 +296,10 @@ def merge_shards(a: jax.Array, b: jax.Array, *, axis_name: AxisName, descending:
                  return_indices: bool, op: str) -> list[jax.Array]:
     """This device's share of the stable merge of the globally sorted a and b (1-d local shards
     of na and nb keys: device i holds a[i na:(i + 1) na] and b[i nb:(i + 1) nb]): the merge of
-    its own shards, then the sort's splitters and exchange over (key, a before b), then a stable
-    sort of the received runs by the same. Returns [merged] or [merged, positions in
-    concatenate([a, b])]."""
-    from jax_mergepath._merge import merge  # (the merge layer imports the sort layer)
+    its own shards, then the sort's splitters and exchange over (key, a before b), then the
+    received elements of a and of b (each a sorted slice) partitioned apart and merged.
+    Returns [merged] or [merged, positions in concatenate([a, b])]."""
+    from jax_mergepath._merge import merge, merge_runs  # (the merge layer imports this one)
 
     g = lax.psum(1, axis_name)
     na, nb = a.shape[0], b.shape[0]
@@ -315,9 +315,19 @@ def merge_shards(a: jax.Array, b: jax.Array, *, axis_name: AxisName, descending:
     moved = [merged, source, *([positions] if return_indices else [])]
     okeys = [*order_keys(merged, descending), source]
     got, _ = _redistribute(okeys, moved, axis_name, g, False)
-    keys = [*order_keys(got[0], descending), got[1]]
-    _, out = _local_sort(keys, [got[0], *got[2:]], descending=False, reverse_ties=False, op=op)
-    return out
+    # The received runs' elements of a, in run (device) order, are a slice of the sorted a; so
+    # are b's: a stable partition by source, then one merge of the two.
+    is_b = got[1].astype(bool)
+    n = is_b.shape[0]
+    count_a = (n - jnp.sum(is_b, dtype=np.int32)).astype(np.int32)
+    dest = jnp.where(is_b, count_a + jnp.cumsum(is_b, dtype=np.int32),
+                     jnp.cumsum(~is_b, dtype=np.int32)) - 1
+    part = [from_bits(jnp.zeros_like(to_bits(x)).at[dest].set(to_bits(x), unique_indices=True),
+                      x.dtype, x.weak_type) for x in (got[0], *got[2:])]
+    if not return_indices:
+        return [merge_runs(part[0], count_a, descending=descending)]
+    out, perm = merge_runs(part[0], count_a, descending=descending, return_indices=True)
+    return [out, _take(part[1], perm)]
 
 
 def global_positions(n: int, axis_name: AxisName) -> jax.Array:
