@@ -459,6 +459,12 @@ def main() -> int:
     ]:
         case(name, lambda loss=loss, desc=desc: check_grad(loss, xg, w, desc, mesh), quick=q)
 
+    # -- jax.export of a sharded-axis sort (jit on explicit axes, and a user's shard_map),
+    # serialized and called back
+    case("export sharded sort and argsort", lambda: check_export(xg, mesh), quick=core)
+    # -- merge and searchsorted along the split axis
+    case("merge and searchsorted split axis", lambda: check_merge_search(rng, mesh, n))
+
     # -- uneven shards: a ValueError naming the axis (when jax lets such an array be placed)
     case("uneven global length", lambda: check_uneven(mesh), quick=core)
 
@@ -491,6 +497,52 @@ def check_grad(loss: Callable, x: np.ndarray, w: np.ndarray, descending: bool, m
         local0(x), local0(w))
     got = jax.jit(jax.grad(loss))(*put(mesh, P("d"), x, w))
     assert_same(got, want, "gradient")
+
+
+def check_export(x: np.ndarray, mesh: Any) -> None:
+    """jax.export of jit(jmp.sort) on the split array and of a shard_map'ed argsort: the
+    serialized programs called back give the unsharded results, split as the input."""
+    from jax import export
+
+    (xs,) = put(mesh, P("d"), x)
+    exp = export.deserialize(export.export(
+        jax.jit(jmp.sort), disabled_checks=jmp.export_disabled_checks())(xs).serialize())
+    got = exp.call(xs)
+    assert_same(got, jnp.sort(local0(x)), "exported sort")
+    assert got.sharding.spec == P("d"), got.sharding
+    f = jax.shard_map(lambda x: jmp.argsort(x, axis_name="d"), mesh=mesh, in_specs=P("d"),
+                      out_specs=P("d"))
+    exp2 = export.export(jax.jit(f), disabled_checks=jmp.export_disabled_checks())(xs)
+    assert_same(exp2.call(xs), jnp.argsort(local0(x), stable=True), "exported argsort")
+
+
+def check_merge_search(rng: Any, mesh: Any, n: int) -> None:
+    """merge (values, positions, descending) and searchsorted (both sides) of arrays split along
+    the axis, under jit and inside shard_map: the unsharded results."""
+    a = np.sort(rng.integers(0, 40, G * n)).astype(np.float32)
+    b = np.sort(rng.integers(0, 40, G * n // 2)).astype(np.float32)
+    a[a == 7] = -0.0  # ties of -0.0 / +0.0 between a and b keep a first
+    b[b == 3] = 0.0
+    a, b = np.sort(a), np.sort(b)
+    xa, xb = put(mesh, P("d"), a, b)
+    ra, rb = local0(a), local0(b)
+    got = jax.jit(lambda a, b: jmp.merge(a, b, return_indices=True))(xa, xb)
+    assert_same(got, jmp.merge(ra, rb, return_indices=True), "merge")
+    assert got[0].sharding.spec == P("d"), got[0].sharding
+    da, db = put(mesh, P("d"), a[::-1].copy(), b[::-1].copy())
+    assert_same(jax.jit(lambda a, b: jmp.merge(a, b, descending=True))(da, db),
+                jmp.merge(ra[::-1], rb[::-1], descending=True), "merge descending")
+    f = jax.shard_map(lambda a, b: jmp.merge(a, b, axis_name="d"), mesh=mesh,
+                      in_specs=(P("d"), P("d")), out_specs=P("d"))
+    assert_same(jax.jit(f)(xa, xb), jmp.merge(ra, rb), "merge in shard_map")
+    v = rng.integers(-2, 43, 5 * G).astype(np.float32)
+    for side in ("left", "right"):
+        want = jnp.searchsorted(ra, local0(v), side=side)
+        assert_same(jax.jit(lambda a, v, s=side: jmp.searchsorted(a, v, side=s))(xa, v), want,
+                    f"searchsorted {side}")
+        g = jax.shard_map(lambda a, v, s=side: jmp.searchsorted(a, v, side=s, axis_name="d"),
+                          mesh=mesh, in_specs=(P("d"), P("d")), out_specs=P("d"))
+        assert_same(jax.jit(g)(*put(mesh, P("d"), a, v)), want, f"searchsorted {side} in map")
 
 
 def _sbk(k, v, descending=False):
