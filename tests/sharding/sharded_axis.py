@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import pathlib
 import re
 import sys
 import time
@@ -34,6 +35,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jax_mergepath as jmp
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # tests/: the shared reference
+from reference import assert_bits_equal  # noqa: E402
 
 G = 8  # devices
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -87,28 +91,13 @@ def case(name: str, fn: Callable[[], str | None], quick: bool = False) -> None:
     print(f"ok {name}" + (f": {note}" if note else "") + f" ({dt:.1f} s)", flush=True)
 
 
-def to_bits(x: Any) -> np.ndarray:
-    x = np.asarray(x)
-    return x if x.dtype.kind in "iu" else x.view(np.dtype(f"u{x.dtype.itemsize}"))
-
-
 def assert_same(got: Any, want: Any, what: str = "") -> None:
     """Same pytree, dtypes, shapes and bits (-0.0 != +0.0, NaN payloads matter)."""
     gl, gt = jax.tree.flatten(got)
     wl, wt = jax.tree.flatten(want)
     assert gt == wt, f"{what}: structure {gt} != {wt}"
     for i, (g, w) in enumerate(zip(gl, wl, strict=True)):
-        g, w = np.asarray(g), np.asarray(w)
-        where = f"{what} [output {i}]"
-        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype} != {w.dtype}"
-        assert g.shape == w.shape, f"{where}: shape {g.shape} != {w.shape}"
-        gb, wb = to_bits(g), to_bits(w)
-        bad = np.argwhere(gb != wb)
-        if bad.size:
-            at = tuple(int(j) for j in bad[0])
-            raise AssertionError(
-                f"{where}: {len(bad)} of {gb.size} elements differ; first at {at}: got "
-                f"{g[at]!r} (bits {int(gb[at]):#x}), want {w[at]!r} (bits {int(wb[at]):#x})")
+        assert_bits_equal(g, w, f"{what} [output {i}]")
 
 
 def assert_sharding(outs: Any, sharding: NamedSharding, what: str = "") -> None:
