@@ -207,7 +207,7 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, ax
     return [o[:n] for o in outs]
 
 
-def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me):
+def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name):
     out_at = lax.all_to_all(recv_at, axis_name, 0, 0, tiled=True)  # where my pieces land
     return [
         lax.ragged_all_to_all(b, jnp.zeros_like(b), send_at, sent, out_at, received,
@@ -226,14 +226,13 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     sent = cuts[1:] - cuts[:-1]  # (g,)
     every = lax.all_gather(sent, axis_name)  # (g senders, g receivers)
     received = every[:, me]
-    order = received[::-1] if reverse else received
+    order = received[::-1] if reverse else received  # the runs' sizes, in layout order
     at = jnp.cumsum(order) - order  # exclusive, in tie-rank order
     recv_at = (at[::-1] if reverse else at).astype(np.int32)
     send_at = cuts[:-1]
-    layout = order  # the received runs' sizes, in the order they are laid out
     if EXCHANGE == "ragged":
-        return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name, me), layout
-    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g, reverse), layout
+        return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name), order
+    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g, reverse), order
 
 
 # ---------------------------------------------------------------- merging the received runs
@@ -338,6 +337,14 @@ def global_positions(n: int, axis_name: AxisName) -> jax.Array:
     return me * n + lax.iota(dtype, n)
 
 
+def _positions_like(keys: jax.Array, ax: int, axis_name: AxisName) -> jax.Array:
+    """The global positions along `ax` of this device's shard, in the keys' shape."""
+    shape = [1] * keys.ndim
+    shape[ax] = keys.shape[ax]
+    pos = global_positions(keys.shape[ax], axis_name).reshape(shape)
+    return jnp.broadcast_to(pos, keys.shape)
+
+
 def on_rows(fn: Callable, arrays: list[jax.Array], ax: int) -> list[jax.Array]:
     """fn(1-d shards) on every row of arrays whose sorted axis is `ax`: every other dimension
     of arrays[0] (the keys) is a row, mapped by vmap; the dimensions the other arrays have past
@@ -361,17 +368,25 @@ def _mesh_axes_size(mesh, entry: AxisName) -> int:
 def _split_sharding(x: jax.Array, ax: int):
     """(mesh, spec) when x's axis `ax` is split over mesh axes: read from x's type (explicit
     mesh axes, under jit or not) or, for a concrete array, from its NamedSharding; else None."""
-    sharding = getattr(jax.typeof(x), "sharding", None)
-    spec = getattr(sharding, "spec", None)
-    if spec is not None and len(spec) > ax and spec[ax] is not None:
-        return sharding.mesh, spec
+    candidates = [getattr(jax.typeof(x), "sharding", None)]
     if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
-        sharding = x.sharding
-        if isinstance(sharding, jax.sharding.NamedSharding):
-            spec = sharding.spec
-            if len(spec) > ax and spec[ax] is not None:
-                return sharding.mesh, spec
+        candidates.append(x.sharding)
+    for sharding in candidates:
+        spec = getattr(sharding, "spec", None)  # (NamedSharding only)
+        if spec is not None and len(spec) > ax and spec[ax] is not None:
+            return sharding.mesh, spec
     return None
+
+
+def _check_divisible(length: int, mesh, entry: AxisName, what: str, op: str) -> None:
+    """The number of devices along mesh axes `entry` must divide `length` (jax places only
+    even shards)."""
+    g = _mesh_axes_size(mesh, entry)
+    if length % g:
+        raise ValueError(
+            f"jax_mergepath.{op}: {what} ({length} elements) is split over mesh axes "
+            f"{entry!r} of {g} devices; its length must be a multiple of {g}"
+        )
 
 
 def _check_axis_name(axis_name: AxisName, op: str) -> int:
@@ -426,15 +441,9 @@ def sort_split_axis(
         return None
     mesh, spec = found
     entry = spec[ax]
-    g = _mesh_axes_size(mesh, entry)
-    if keys[0].shape[ax] % g:
-        raise ValueError(
-            f"jax_mergepath.{op}: the sorted axis ({keys[0].shape[ax]} elements) is split over "
-            f"mesh axes {entry!r} of {g} devices; its length must be a multiple of {g}"
-        )
-    key_spec = jax.sharding.PartitionSpec(*spec, *([None] * (keys[0].ndim - len(spec))))
-    specs = [jax.sharding.PartitionSpec(*key_spec, *([None] * (x.ndim - keys[0].ndim)))
-             for x in [*keys, *others]]
+    _check_divisible(keys[0].shape[ax], mesh, entry, "the sorted axis", op)
+    key_spec = _pad_spec(spec, keys[0].ndim)
+    specs = [_pad_spec(key_spec, x.ndim) for x in [*keys, *others]]
     arrays = [_placed(x, mesh, s) for x, s in zip([*keys, *others], specs, strict=True)]
     out_specs = specs + ([key_spec] if positions else [])
 
@@ -459,11 +468,7 @@ def _sort_local_shards(keys, others, ax, axis_name, *, descending, reverse_ties,
     nk = len(keys)
     arrays = [*keys, *others]
     if positions:
-        n = keys[0].shape[ax]
-        pos = global_positions(n, axis_name)
-        shape = [1] * keys[0].ndim
-        shape[ax] = n
-        arrays.append(jnp.broadcast_to(pos.reshape(shape), keys[0].shape))
+        arrays.append(_positions_like(keys[0], ax, axis_name))
 
     def rows(shards):
         k, o = sort_shards(shards[:nk], shards[nk:], axis_name=axis_name,
@@ -483,10 +488,7 @@ def _with_vjp(run: Callable, arrays: list[jax.Array], ax: int, axis_name: AxisNa
     derivatives: the forward pass also moves each element's global position; the backward pass
     sorts the cotangents by those positions, which sends each back to its element's device and
     place."""
-    n = arrays[0].shape[ax]
-    shape = [1] * arrays[0].ndim
-    shape[ax] = n
-    source = jnp.broadcast_to(global_positions(n, axis_name).reshape(shape), arrays[0].shape)
+    source = _positions_like(arrays[0], ax, axis_name)
 
     def back(perm, cts):
         def rows(shards):
@@ -537,14 +539,8 @@ def merge_split_axis(a: jax.Array, b: jax.Array, ax: int, axis_name: AxisName | 
         return None
     mesh, spec = found
     spec = _pad_spec(spec, a.ndim)
-    name = spec[ax]
-    g = _mesh_axes_size(mesh, name)
     for x, arg in ((a, "a"), (b, "b")):
-        if x.shape[ax] % g:
-            raise ValueError(
-                f"jax_mergepath.{op}: the merged axis is split over mesh axes {name!r} of {g} "
-                f"devices; {arg}'s length along it ({x.shape[ax]}) must be a multiple of {g}"
-            )
+        _check_divisible(x.shape[ax], mesh, spec[ax], f"{arg}'s merged axis", op)
     a, b = _placed(a, mesh, spec), _placed(b, mesh, spec)
     return list(_mapped_merge(mesh, spec, ax, descending, return_indices, op)(a, b))
 
@@ -624,17 +620,10 @@ def searchsorted_split_axis(a: jax.Array, v: jax.Array, axis_name: AxisName | No
         return None
     mesh, spec = found
     spec = _pad_spec(spec, a.ndim)
-    name = spec[-1]
-    g = _mesh_axes_size(mesh, name)
-    if a.shape[-1] % g:
-        raise ValueError(
-            f"jax_mergepath.{op}: a's sorted axis ({a.shape[-1]} elements) is split over mesh "
-            f"axes {name!r} of {g} devices; its length must be a multiple of {g}"
-        )
+    _check_divisible(a.shape[-1], mesh, spec[-1], "a's sorted axis", op)
     v_spec = jax.sharding.PartitionSpec(*spec[:-1], None)
     a, v = _placed(a, mesh, spec), _placed(v, mesh, v_spec)
     dtype = search_index_dtype(a.shape[-1])
-
     return _mapped_search(mesh, spec, v_spec, np.dtype(dtype), right, op)(a, v)
 
 

@@ -57,19 +57,16 @@ def _prepare(
     return x, ax, descending
 
 
-def _check_flatten(a: ArrayLike, axis: int | None, axis_name: AxisName | None, op: str) -> None:
-    """axis=None flattens; with axis_name only a 1-d shard flattens to the global order."""
+def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, descending: bool,
+                   axis_name: AxisName | None, op: str):
+    """sort / argsort's arguments checked as jnp.sort / jnp.argsort check them: kind and order
+    raise jnp's TypeError, a traced axis jnp's ValueError (jnp's axis is a static argument).
+    axis=None flattens; with axis_name only a 1-d shard flattens to the global order."""
     if axis is None and axis_name is not None and np.ndim(a) > 1:
         raise ValueError(
             f"jax_mergepath.{op}: axis=None with axis_name flattens only 1-d shards (the local "
             f"flattening of {np.ndim(a)}-d shards is not the global one): pass the sharded axis"
         )
-
-
-def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, descending: bool,
-                   op: str):
-    """sort / argsort's arguments checked as jnp.sort / jnp.argsort check them: kind and order
-    raise jnp's TypeError, a traced axis jnp's ValueError (jnp's axis is a static argument)."""
     if kind is not None:
         raise TypeError(
             f"jax_mergepath.{op}: the 'kind' argument is not supported (as in jnp.{op}); use "
@@ -145,8 +142,7 @@ def sort(
     """
     del stable  # always stable
     op = "sort"
-    _check_flatten(a, axis, axis_name, op)
-    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, axis_name, op)
     split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=descending,
                             positions=False, op=op)
     if split is not None:
@@ -208,8 +204,7 @@ def argsort(
     """
     del stable  # always stable
     op = "argsort"
-    _check_flatten(a, axis, axis_name, op)
-    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, op)
+    x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, axis_name, op)
     split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=False,
                             positions=True, op=op)
     if split is not None:

@@ -336,11 +336,11 @@ def test_every_dtype(x64, rng, dtype):
 # ----------------------------------------------------------------------------- jnp.sort
 
 
-@pytest.mark.parametrize("shape,dtype", _rotation([(s,) for s in NONZERODIM_SHAPES], SORT_DTYPES))
-def test_sort(rng, shape, dtype):
-    """lax_numpy_test testSort: every axis (left out, None: flattened, each one), stable or not,
-    both directions, positional axis; the method form x.sort(...); testSortComplex:
-    jnp.sort_complex(x) is sort(x) cast to a complex dtype."""
+def _sort_calls(name: str, shape: tuple[int, ...]) -> Calls:
+    """jmp.<name> (sort or argsort) against jnp.<name>(stable=True) and the method form
+    x.<name>(...): every axis (left out, None, each one), stable or not, both directions, and
+    the axis passed positionally."""
+    ours, theirs = getattr(jmp, name), getattr(jnp, name)
     calls: Calls = {}
     for axis, stable, descending in itertools.product(
         _axes(len(shape)), [True, False], [False, True]
@@ -349,22 +349,31 @@ def test_sort(rng, shape, dtype):
 
         def got(d, kw=kw, stable=stable, descending=descending):
             flag = {} if stable else {"stable": False}  # (True: the default, left out)
-            return jmp.sort(d["x"], **kw, **flag, descending=descending)
+            return ours(d["x"], **kw, **flag, descending=descending)
 
         def want(d, kw=kw, descending=descending):
-            return jnp.sort(d["x"], **kw, stable=True, descending=descending)
+            return theirs(d["x"], **kw, stable=True, descending=descending)
 
         def method(d, kw=kw, descending=descending):
-            return d["x"].sort(**kw, stable=True, descending=descending)
+            return getattr(d["x"], name)(**kw, stable=True, descending=descending)
 
-        calls[f"sort({kw}, stable={stable}, descending={descending})"] = (got, want)
+        calls[f"{name}({kw}, stable={stable}, descending={descending})"] = (got, want)
         if stable:
-            calls[f"x.sort({kw}, descending={descending})"] = (got, method)
+            calls[f"x.{name}({kw}, descending={descending})"] = (got, method)
         if isinstance(axis, int) and not (stable or descending):
-            calls[f"sort(x, {axis})"] = (
-                lambda d, a=axis: jmp.sort(d["x"], a),
-                lambda d, a=axis: jnp.sort(d["x"], a),
+            calls[f"{name}(x, {axis})"] = (
+                lambda d, a=axis: ours(d["x"], a),
+                lambda d, a=axis: theirs(d["x"], a),
             )
+    return calls
+
+
+@pytest.mark.parametrize("shape,dtype", _rotation([(s,) for s in NONZERODIM_SHAPES], SORT_DTYPES))
+def test_sort(rng, shape, dtype):
+    """lax_numpy_test testSort: every axis (left out, None: flattened, each one), stable or not,
+    both directions, positional axis; the method form x.sort(...); testSortComplex:
+    jnp.sort_complex(x) is sort(x) cast to a complex dtype."""
+    calls = _sort_calls("sort", shape)
 
     def complex_sort(d):
         out = jmp.sort(d["x"])
@@ -386,30 +395,7 @@ def test_argsort(rng, shape, dtype):
     directions (ties in input order both ways), stable or not (the stable answer is expected),
     positional axis, dtype= (int16, uint32, int64: truncated to int32 with x64 off, as jnp
     does); the method form x.argsort(...)."""
-    calls: Calls = {}
-    for axis, stable, descending in itertools.product(
-        _axes(len(shape)), [True, False], [False, True]
-    ):
-        kw = _axis_kw(axis)
-
-        def got(d, kw=kw, stable=stable, descending=descending):
-            flag = {} if stable else {"stable": False}  # (True: the default, left out)
-            return jmp.argsort(d["x"], **kw, **flag, descending=descending)
-
-        def want(d, kw=kw, descending=descending):
-            return jnp.argsort(d["x"], **kw, stable=True, descending=descending)
-
-        def method(d, kw=kw, descending=descending):
-            return d["x"].argsort(**kw, stable=True, descending=descending)
-
-        calls[f"argsort({kw}, stable={stable}, descending={descending})"] = (got, want)
-        if stable:
-            calls[f"x.argsort({kw}, descending={descending})"] = (got, method)
-        if isinstance(axis, int) and not (stable or descending):
-            calls[f"argsort(x, {axis})"] = (
-                lambda d, a=axis: jmp.argsort(d["x"], a),
-                lambda d, a=axis: jnp.argsort(d["x"], a),
-            )
+    calls = _sort_calls("argsort", shape)
     for index_dtype in (np.int16, np.uint32, np.int64):
         calls[f"argsort(dtype={np.dtype(index_dtype).name})"] = (
             lambda d, t=index_dtype: jmp.argsort(d["x"], dtype=t),
