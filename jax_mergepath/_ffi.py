@@ -9,8 +9,10 @@ ImportError that says how to build. Targets are registered for platform "cpu" an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -125,6 +127,38 @@ def sort_workspace_per_row(
 ) -> DimSize:
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys."""
     return _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
+
+
+# How the CUDA sort runs (tuning.h SortMethod): "auto" takes CUB's radix sort where tuning.h
+# measured it faster (one 1-D row, keys alone or with a 4-byte payload), "merge" forces the
+# merge sort, "radix" the radix sort wherever it can run. Both give the same bits. Read when a
+# call is lowered, so a change reaches calls traced afterwards; for benchmarks and the
+# bit-identity tests: set JAX_MERGEPATH_SORT_METHOD or use `forced_sort_method`.
+SORT_METHODS = {"auto": 0, "merge": 1, "radix": 2}
+_sort_method = os.environ.get("JAX_MERGEPATH_SORT_METHOD", "auto")
+
+
+def sort_method() -> int:
+    """The SortMethod the sort lowering passes to its FFI call."""
+    if _sort_method not in SORT_METHODS:
+        raise ValueError(
+            f"JAX_MERGEPATH_SORT_METHOD={_sort_method!r}: expected one of {sorted(SORT_METHODS)}"
+        )
+    return SORT_METHODS[_sort_method]
+
+
+@contextlib.contextmanager
+def forced_sort_method(method: str) -> Iterator[None]:
+    """Lower the sorts traced inside this block with `method` ("auto", "merge" or "radix").
+    Functions traced (and cached by jax.jit) before it keep their method."""
+    global _sort_method
+    if method not in SORT_METHODS:
+        raise ValueError(f"method={method!r}: expected one of {sorted(SORT_METHODS)}")
+    before, _sort_method = _sort_method, method
+    try:
+        yield
+    finally:
+        _sort_method = before
 
 
 def export_disabled_checks() -> list[jax.export.DisabledSafetyCheck]:

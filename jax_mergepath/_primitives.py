@@ -271,7 +271,7 @@ def _sort_cpu_lowering(ctx, *args, descending, payload):
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=tuple(_sort_workspace(ctx, payload)),
         num_batch_dims=batch_dims_of(ctx.avals_in[0]), descending=descending,
-        payload=np.int64(payload),
+        payload=np.int64(payload), method=np.int64(_ffi.sort_method()),
     )
 
 
@@ -285,7 +285,7 @@ def _sort_cuda_lowering(ctx, *args, descending, payload):
     workspace = (*_sort_workspace(ctx, payload), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
-        descending=descending, payload=np.int64(payload),
+        descending=descending, payload=np.int64(payload), method=np.int64(_ffi.sort_method()),
     )
 
 

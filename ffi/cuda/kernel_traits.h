@@ -19,6 +19,7 @@ cudaError_t merge_for_traits(const MergeCall& call, int32_t* workspace, cudaStre
 
 // One sort (sort_dispatch.cuh), for keys of `Traits`.
 template <typename Traits>
-cudaError_t sort_for_traits(const SortCall& call, int32_t* splits, cudaStream_t stream);
+cudaError_t sort_for_traits(const SortCall& call, int32_t* splits, int64_t splits_elements,
+                            cudaStream_t stream);
 
 }  // namespace jax_mergepath

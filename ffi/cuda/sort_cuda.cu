@@ -1,17 +1,37 @@
-// sort_cuda.cu: sort_cuda, the CUDA mergesort's entry point (cuda_entry.h): the key type of the
+// sort_cuda.cu: sort_cuda, the CUDA sort's entry point (cuda_entry.h): the key type of the
 // call -> sort_for_traits of its kernel traits (kernel_traits.h; the sort is sort_dispatch.cuh,
-// compiled in ffi/cuda/instances/).
+// compiled in ffi/cuda/instances/); radix_temp_bytes, the test hook of the radix path's bound.
 #include <cuda_runtime.h>
 
 #include "cuda_entry.h"
 #include "kernel_traits.h"
+#include "radix_cub.h"
 
 namespace jax_mergepath {
 
-cudaError_t sort_cuda(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elements,
+                      cudaStream_t stream) {
   return visit_key_type(call.key_type, [&](auto traits) -> cudaError_t {
-    return sort_for_traits<decltype(traits)>(call, splits, stream);
+    return sort_for_traits<decltype(traits)>(call, splits, splits_elements, stream);
   });
+}
+
+cudaError_t radix_temp_bytes(int key_bytes, bool payload, int64_t n, size_t* bytes) {
+  if (n <= 0 || n >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  alignas(16) static uint32_t placeholder[4];  // a non-null payload CUB never touches here
+  auto query = [&](auto bits) {
+    using Bits = decltype(bits);
+    RadixBuffers<Bits> buffers{};
+    if (payload) buffers.values[0] = buffers.values[1] = placeholder;
+    return cub_radix_sort<Bits>(nullptr, bytes, buffers, int(n), 8 * int(sizeof(Bits)), nullptr);
+  };
+  switch (key_bytes) {
+    case 1: return query(uint8_t{});
+    case 2: return query(uint16_t{});
+    case 4: return query(uint32_t{});
+    case 8: return query(uint64_t{});
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace jax_mergepath

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "block_sort.cuh"
 #include "cuda_entry.h"
@@ -26,6 +27,7 @@
 #include "jax_mergepath/tuning.h"
 #include "kernel_traits.h"
 #include "quad_merge.cuh"
+#include "radix_sort.cuh"
 
 namespace jax_mergepath {
 
@@ -77,12 +79,24 @@ cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStr
 }
 
 template <typename Traits, PayloadKind kPayload, typename Value>
-cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_elements,
+                        cudaStream_t stream) {
   constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
   constexpr int kCarriedBytes = kPayload != PayloadKind::kNone ? int(sizeof(Value)) : 0;
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
   using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
+  if constexpr (kCarriedBytes == 0 || kCarriedBytes == 4) {
+    if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
+      using RadixTraits = std::conditional_t<Traits::kind == KeyKind::kSigned,
+                                             KeyTraits<typename Traits::Bits, KeyKind::kUnsigned>,
+                                             Traits>;
+      bool taken = false;
+      const cudaError_t err =
+          radix_sort<RadixTraits, kPayload>(call, splits, splits_elements, stream, &taken);
+      if (err != cudaSuccess || taken) return err;
+    }
+  }
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)
     if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, call.rows, call.length)) {
@@ -94,17 +108,21 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, cudaStream_t stre
 
 // The runtime payload of a sort call -> launch_sort's template (values move as raw bits).
 template <typename Traits>
-cudaError_t sort_for_traits(const SortCall& call, int32_t* splits, cudaStream_t stream) {
+cudaError_t sort_for_traits(const SortCall& call, int32_t* splits, int64_t splits_elements,
+                            cudaStream_t stream) {
   switch (call.payload) {
     case PayloadKind::kIndex:
-      return launch_sort<Traits, PayloadKind::kIndex, int32_t>(call, splits, stream);
+      return launch_sort<Traits, PayloadKind::kIndex, int32_t>(call, splits, splits_elements,
+                                                               stream);
     case PayloadKind::kValue:
       return visit_payload_bits(call.value_bytes, [&](auto value) {
-        return launch_sort<Traits, PayloadKind::kValue, decltype(value)>(call, splits, stream);
+        return launch_sort<Traits, PayloadKind::kValue, decltype(value)>(call, splits,
+                                                                         splits_elements, stream);
       });
     case PayloadKind::kNone:
     default:
-      return launch_sort<Traits, PayloadKind::kNone, uint8_t>(call, splits, stream);
+      return launch_sort<Traits, PayloadKind::kNone, uint8_t>(call, splits, splits_elements,
+                                                              stream);
   }
 }
 

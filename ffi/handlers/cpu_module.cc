@@ -43,9 +43,9 @@ ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bo
 
 ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
-                       int64_t payload) {
+                       int64_t payload, int64_t method) {
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, used);
   if (!call.has_value()) return call.error();
   if (used != extra.size()) return invalid("sort", "unexpected extra results");
   sort_cpu(*call);
@@ -213,4 +213,16 @@ NB_MODULE(_cpu, m) {
             length);
       },
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
+  m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
+        "int32 elements of the radix path's workspace for one row of n keys of key_bytes "
+        "(tuning.h; its class counts, then CUB's temporary storage)");
+  m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
+        "int32 elements of the radix path's class counts for n keys (tuning.h)");
+  m.def(
+      "sort_takes_radix",
+      [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+        return jax_mergepath::sort_takes_radix(static_cast<jax_mergepath::SortMethod>(method),
+                                               key_bytes, payload_bytes, rows, length);
+      },
+      "whether the CUDA sort of rows x length keys takes the radix path (tuning.h)");
 }

@@ -5,6 +5,7 @@
 // device's SM count is read once a device (device_sms.h) and passed down in the call.
 #include <nanobind/nanobind.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "../cuda/cuda_entry.h"
@@ -73,9 +74,9 @@ ffi::Error IsSortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer x,
 
 ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::RemainingArgs values,
                         ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
-                        bool descending, int64_t payload) {
+                        bool descending, int64_t payload, int64_t method) {
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, used);
   if (!call.has_value()) return call.error();
   if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
     return cuda_error("sort", err);
@@ -86,7 +87,7 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   auto splits = extra_buffer(extra, used, need, ffi::DataType::S32, "sort", "partition workspace");
   if (!splits.has_value()) return splits.error();
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
-  if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), stream);
+  if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), need, stream);
       err != cudaSuccess) {
     return cuda_error("sort", err);
   }
@@ -153,4 +154,16 @@ NB_MODULE(_cuda, m) {
         nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_searchsorted_cuda));
     return d;
   });
+  m.def(
+      "radix_temp_bytes",
+      [](int key_bytes, bool payload, int64_t n) {
+        size_t bytes = 0;
+        if (cudaError_t err = jax_mergepath::radix_temp_bytes(key_bytes, payload, n, &bytes);
+            err != cudaSuccess) {
+          throw std::runtime_error(cudaGetErrorString(err));
+        }
+        return bytes;
+      },
+      "CUB's temporary storage bytes for the radix path's sort of n keys of key_bytes, with a "
+      "4-byte payload or none, on the current device (a test hook of tuning.h's bound)");
 }

@@ -5,7 +5,7 @@
 
 namespace jax_mergepath {
 
-template cudaError_t sort_for_traits<U32Key>(const SortCall&, int32_t*, cudaStream_t);
-template cudaError_t sort_for_traits<F32Key>(const SortCall&, int32_t*, cudaStream_t);
+template cudaError_t sort_for_traits<U32Key>(const SortCall&, int32_t*, int64_t, cudaStream_t);
+template cudaError_t sort_for_traits<F32Key>(const SortCall&, int32_t*, int64_t, cudaStream_t);
 
 }  // namespace jax_mergepath

@@ -71,6 +71,7 @@ struct SortCall {
   void* spare_payload;
   uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
   int sms;              // the device's SMs, for the passes (MergeCall::sms)
+  SortMethod method;    // the CUDA sort's: merge or radix path (tuning.h); the CPU ignores it
 };
 
 // One merge pass of a mergesort: the run pairs of width `width` of every row of `keys` (and the

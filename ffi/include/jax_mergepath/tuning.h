@@ -494,13 +494,88 @@ constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, Payl
   return most;
 }
 
-// ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none).
+// ------------------------------------------------------------------ radix path
+// A sort the merge sort loses to XLA's radix sort runs CUB's onesweep radix sort instead, inside
+// the same FFI call (radix_sort.cuh): the keys' directed order keys (ordering.h) sorted as
+// unsigned integers, stable, the payload alongside; float keys get their -0.0 and NaN bits back
+// by a stable fix-up. Results are bit-identical to the merge sort's. The method of a call:
+// kAuto takes the radix sort where sort_takes_radix says (thresholds measured with
+// perf/sort_grid.py, docs/performance.md "Radix dispatch"); kMerge and kRadix force one (kRadix
+// where radix_possible, else the merge sort), for benchmarks and the bit-identity tests.
+enum class SortMethod : int { kAuto = 0, kMerge = 1, kRadix = 2 };
+
+// Rows no longer than this never take the radix path (their workspace stays the merge sort's,
+// which batched short rows rely on).
+inline constexpr int64_t kRadixShortestRow = 1024;
+
+// Keys an encode block of the radix path handles (radix_sort.cuh): threads x items; it counts
+// its float keys' classes (NaN, zero, negative) for the fix-up.
+inline constexpr int kRadixEncodeThreads = 256;
+inline constexpr int kRadixEncodeItems = 16;
+inline constexpr int64_t kRadixEncodeTile = int64_t{kRadixEncodeThreads} * kRadixEncodeItems;
+
+// Whether the radix path can run a sort: one row longer than kRadixShortestRow (the sort's
+// length < 2^31), keys alone or with a 4-byte payload (argsort's positions, or 4-byte values).
+constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  return rows == 1 && length > kRadixShortestRow && (payload_bytes == 0 || payload_bytes == 4) &&
+         (key_bytes == 1 || key_bytes == 2 || key_bytes == 4 || key_bytes == 8);
+}
+
+// The shortest row from which kAuto takes the radix path, by key and payload width (measured).
+constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
+  if (key_bytes <= 2) return kRadixShortestRow + 1;
+  if (key_bytes == 4) return payload_bytes == 0 ? int64_t{1} << 16 : int64_t{1} << 16;
+  return int64_t{1} << 40;  // 8-byte keys: the merge sort (never the radix)
+}
+
+constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
+                                int64_t rows, int64_t length) {
+  if (method == SortMethod::kMerge || !radix_possible(key_bytes, payload_bytes, rows, length)) {
+    return false;
+  }
+  return method == SortMethod::kRadix || length >= radix_min_length(key_bytes, payload_bytes);
+}
+
+// A bound on CUB's onesweep temporary storage for n keys of key_bytes (cub/device/dispatch/
+// dispatch_radix_sort.cuh InvokeOnesweep, with DoubleBuffers: no extra key or value buffer):
+// bins (portions x passes x 256 offsets of <= 8 bytes), lookback (256 int32 a tile of a portion),
+// counters, each rounded up to 256 bytes, plus 255 of alignment. Portions hold >= 2^27 keys;
+// passes <= key_bytes (8 radix bits); onesweep tiles hold >= kRadixMinOnesweepTile keys (CUB
+// 3.0.1's policies for these keys and payloads, sm_80 to sm_100: 3840 keys for 8-byte keys on
+// sm_80, 5760 on sm_90; 7680 to 9728 for narrower keys). The handler asks CUB for the exact size and takes the merge sort if the
+// workspace falls short, so a wrong bound costs speed, never results; tests/test_sort_gpu.py
+// checks it against CUB's answer.
+inline constexpr int64_t kRadixMinOnesweepTile = 3840;
+inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
+
+// int32 elements of the radix path's workspace for one row of n keys: the encode blocks' class
+// counts (3 a block) and the 4 totals, then CUB's temporary storage (a bound in bytes / 4).
+constexpr int64_t radix_count_elements(int64_t n) {
+  return 3 * ((n + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
+}
+
+constexpr int64_t radix_workspace_elements(int key_bytes, int64_t n) {
+  const int64_t portions = n / kRadixPortionAtLeast + 1;
+  const int64_t tiles = n / kRadixMinOnesweepTile + 1;
+  const int64_t bins_bytes = portions * key_bytes * 256 * 8 + 255;
+  const int64_t lookback_bytes = tiles * 256 * 4 + 255;
+  const int64_t counters_bytes = portions * key_bytes * 4 + 255;
+  const int64_t cub_bytes = bins_bytes + lookback_bytes + counters_bytes + 255 + 2 * 256;
+  return radix_count_elements(n) + (cub_bytes + 3) / 4;
+}
+
+// ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none), or,
+// where it may take the radix path, enough for that too (the method is the caller's choice at
+// run time; the workspace is sized for either).
 constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                           int64_t rows, int64_t length) {
-  const SortShape shape =
-      cuda_sort_shape(key_bytes, payload_bytes(payload, value_bytes), rows, length);
-  return sort_partition_elements_from(int64_t{shape.threads} * shape.items, key_bytes, payload,
-                                      value_bytes, rows, length);
+  const int carried_bytes = payload_bytes(payload, value_bytes);
+  const SortShape shape = cuda_sort_shape(key_bytes, carried_bytes, rows, length);
+  const int64_t merge = sort_partition_elements_from(int64_t{shape.threads} * shape.items,
+                                                     key_bytes, payload, value_bytes, rows, length);
+  if (!radix_possible(key_bytes, carried_bytes, rows, length)) return merge;
+  const int64_t radix = radix_workspace_elements(key_bytes, length);
+  return radix > merge ? radix : merge;
 }
 
 // ------------------------------------------------------------------ workspace bounds
@@ -523,7 +598,7 @@ struct WorkspaceTerm {
 };
 
 struct WorkspaceBound {
-  static constexpr int kMaxTerms = 6;  // (the merge's bound has at most 4, the sort's 5)
+  static constexpr int kMaxTerms = 10;  // (the merge's bound has at most 4, the sort's 9)
   WorkspaceTerm terms[kMaxTerms] = {};
   int count = 0;
 
@@ -598,6 +673,16 @@ constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload
     bound.add(1, block);
     bound.add(3, 2 * block);
     bound.add_past(19, block);
+  }
+  if (carried_bytes == 0 || carried_bytes == 4) {
+    // radix (radix_workspace_elements, rows > kRadixShortestRow; floor(n / d) + 1 as written):
+    // 3 floor(L / e) + 7 + (portions 2048 k + 4 k + tiles 1024 + 1531) / 4 + 1 <=
+    // 3 floor(L / e) + 513 k floor(L / 2^27) + 256 floor(L / m) + 513 k + 256 + 392
+    const int64_t k = key_bytes;
+    bound.add(3, kRadixEncodeTile);
+    bound.add(513 * k, kRadixPortionAtLeast);
+    bound.add(256, kRadixMinOnesweepTile);
+    bound.add_past(513 * k + 256 + 392, kRadixShortestRow);
   }
   return bound;
 }

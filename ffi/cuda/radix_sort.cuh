@@ -1,0 +1,280 @@
+// radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path"): one row of n keys, alone or
+// with a 4-byte payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
+// (ordering.h), bit-identical to the merge sort:
+//   1. encode: out_keys <- the directed order keys (unsigned; the order is their unsigned order),
+//      out_payload <- argsort's positions or the 4-byte values; float keys sorted without
+//      positions count, a block each, their NaN, zero and negative keys;
+//   2. cub_radix_sort (radix_cub.h), stable, ping-ponging with the spare buffers;
+//   3. decode: out_keys <- the original bits: integers invert their order key; float keys with
+//      positions are gathered from the input; other float keys invert theirs, which leaves
+//      -0.0 as +0.0 and every NaN as one NaN, so
+//   4. fix-up (those float keys): the zero and the NaN keys written again, in input order, into
+//      their output ranges (the order key ties them, so the stable order is input order); a
+//      block with neither writes nothing.
+// All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning.h
+// radix_workspace_elements) holds the class counts, then CUB's temporary storage; if CUB asks
+// for more than it holds, the path is not taken (*taken = false) and the caller merge-sorts.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cub/block/block_scan.cuh>
+
+#include "grid_launch.cuh"
+#include "jax_mergepath/call_args.h"
+#include "jax_mergepath/ordering.h"
+#include "jax_mergepath/tuning.h"
+#include "radix_cub.h"
+
+namespace jax_mergepath {
+
+// The classes the fix-up restores (float keys): where the counts of each live in the workspace,
+// an exclusive prefix a block after radix_scan_kernel (blocks + 1 entries: the last the total).
+struct RadixCounts {
+  int32_t* nan;       // [blocks + 1]
+  int32_t* zero;      // [blocks + 1]
+  int32_t* negative;  // [blocks + 1]: only the total is read
+  int64_t blocks;
+};
+
+inline RadixCounts radix_counts(int32_t* workspace, int64_t n) {
+  const int64_t blocks = ceil_div(n, kRadixEncodeTile);
+  return {workspace, workspace + blocks + 1, workspace + 2 * (blocks + 1), blocks};
+}
+
+template <typename Traits>
+struct FloatClass {
+  using Bits = typename Traits::Bits;
+  static JMP_HD Bits magnitude(Bits raw) { return static_cast<Bits>(raw & ~Traits::kSign); }
+  static JMP_HD bool nan(Bits raw) { return magnitude(raw) > Traits::kInfBits; }
+  static JMP_HD bool zero(Bits raw) { return magnitude(raw) == 0; }
+  static JMP_HD bool negative(Bits raw) { return (raw & Traits::kSign) && !nan(raw) && !zero(raw); }
+};
+
+// The original bits of a directed order key (`flip` as order_mask), except that float zeros
+// come back as +0.0 and float NaNs as one NaN (the fix-up's business).
+template <typename Traits>
+JMP_HD typename Traits::Bits radix_decode(typename Traits::Bits directed,
+                                          typename Traits::Bits flip) {
+  using Bits = typename Traits::Bits;
+  static_assert(Traits::kind != KeyKind::kSigned, "signed keys run as unsigned (order_mask)");
+  const Bits ord = static_cast<Bits>(directed ^ flip);
+  if constexpr (Traits::kind == KeyKind::kUnsigned) {
+    return ord;
+  } else {
+    if (ord == Traits::kSign) return Bits(0);
+    if (ord == Traits::kAllOnes) return static_cast<Bits>(~Traits::kSign);
+    return (ord & Traits::kSign) ? static_cast<Bits>(ord ^ Traits::kSign) : static_cast<Bits>(~ord);
+  }
+}
+
+template <typename Traits, PayloadKind kPayload, bool kCount>
+__global__ void __launch_bounds__(kRadixEncodeThreads)
+    radix_encode_kernel(const typename Traits::Bits* keys, const uint32_t* values, int64_t n,
+                        typename Traits::Bits flip, typename Traits::Bits* ord, uint32_t* payload,
+                        RadixCounts counts) {
+  using Bits = typename Traits::Bits;
+  using Class = FloatClass<Traits>;
+  grid_prologue();
+  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+  int nan = 0, zero = 0, negative = 0;
+#pragma unroll 4
+  for (int j = 0; j < kRadixEncodeItems; ++j) {
+    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
+    if (i < n) {
+      const Bits raw = keys[i];
+      ord[i] = directed_key<Traits>(raw, flip);
+      if constexpr (kPayload == PayloadKind::kIndex) payload[i] = static_cast<uint32_t>(i);
+      if constexpr (kPayload == PayloadKind::kValue) payload[i] = values[i];
+      if constexpr (kCount) {
+        nan += Class::nan(raw);
+        zero += Class::zero(raw);
+        negative += Class::negative(raw);
+      }
+    }
+  }
+  if constexpr (kCount) {
+    __shared__ int block_counts[3];
+    if (threadIdx.x < 3) block_counts[threadIdx.x] = 0;
+    __syncthreads();
+    if (nan) atomicAdd(&block_counts[0], nan);
+    if (zero) atomicAdd(&block_counts[1], zero);
+    if (negative) atomicAdd(&block_counts[2], negative);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      counts.nan[blockIdx.x] = block_counts[0];
+      counts.zero[blockIdx.x] = block_counts[1];
+      counts.negative[blockIdx.x] = block_counts[2];
+    }
+  }
+}
+
+// One block: the three count arrays made exclusive prefixes, their totals at [blocks].
+inline constexpr int kRadixScanThreads = 1024;
+
+__global__ void __launch_bounds__(kRadixScanThreads) radix_scan_kernel(RadixCounts counts) {
+  using Scan = cub::BlockScan<int32_t, kRadixScanThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  grid_prologue();
+  int32_t* const arrays[3] = {counts.nan, counts.zero, counts.negative};
+  for (int32_t* array : arrays) {
+    int32_t carry = 0;
+    for (int64_t start = 0; start < counts.blocks; start += kRadixScanThreads) {
+      const int64_t i = start + threadIdx.x;
+      const int32_t own = i < counts.blocks ? array[i] : 0;
+      int32_t before, chunk_total;
+      Scan(scan_storage).ExclusiveSum(own, before, chunk_total);
+      if (i < counts.blocks) array[i] = carry + before;
+      carry += chunk_total;
+      __syncthreads();  // (scan_storage is reused)
+    }
+    if (threadIdx.x == 0) array[counts.blocks] = carry;
+  }
+}
+
+// out_keys[i] <- the original bits of sorted[i] (kIndex float keys: keys[position]); the payload
+// moved to out_payload if CUB left it in the spare buffer.
+template <typename Traits, PayloadKind kPayload, bool kGather>
+__global__ void __launch_bounds__(kRadixEncodeThreads)
+    radix_decode_kernel(const typename Traits::Bits* sorted, const typename Traits::Bits* keys,
+                        const uint32_t* sorted_payload, int64_t n, typename Traits::Bits flip,
+                        typename Traits::Bits* out_keys, uint32_t* out_payload) {
+  grid_prologue();
+  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+#pragma unroll 4
+  for (int j = 0; j < kRadixEncodeItems; ++j) {
+    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
+    if (i < n) {
+      uint32_t p = 0;
+      if constexpr (kPayload != PayloadKind::kNone) p = sorted_payload[i];
+      if constexpr (kGather) {
+        out_keys[i] = keys[p];
+      } else {
+        out_keys[i] = radix_decode<Traits>(sorted[i], flip);
+      }
+      if constexpr (kPayload != PayloadKind::kNone) {
+        if (sorted_payload != out_payload) out_payload[i] = p;
+      }
+    }
+  }
+}
+
+// The float fix-up (a block per encode block): its zero and NaN keys, in input order, to their
+// places in the output ranges of their class.
+template <typename Traits>
+__global__ void __launch_bounds__(kRadixEncodeThreads)
+    radix_fixup_kernel(const typename Traits::Bits* keys, int64_t n, bool descending,
+                       RadixCounts counts, typename Traits::Bits* out_keys) {
+  using Bits = typename Traits::Bits;
+  using Class = FloatClass<Traits>;
+  using Scan = cub::BlockScan<int, kRadixEncodeThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  grid_prologue();
+  const int64_t b = blockIdx.x;
+  const int nan_here = counts.nan[b + 1] - counts.nan[b];
+  const int zero_here = counts.zero[b + 1] - counts.zero[b];
+  if (nan_here == 0 && zero_here == 0) return;  // (the whole block: the counts are uniform)
+  const int64_t nans = counts.nan[counts.blocks], zeros = counts.zero[counts.blocks];
+  const int64_t negatives = counts.negative[counts.blocks];
+  // Ascending: negatives, zeros, positives, NaNs; descending: NaNs, positives, zeros, negatives.
+  const int64_t nan_start = descending ? 0 : n - nans;
+  const int64_t zero_start = descending ? n - negatives - zeros : negatives;
+  // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
+  const int64_t first = b * kRadixEncodeTile + int64_t{threadIdx.x} * kRadixEncodeItems;
+  Bits raw[kRadixEncodeItems];
+  int nan_own = 0, zero_own = 0;
+#pragma unroll
+  for (int j = 0; j < kRadixEncodeItems; ++j) {
+    raw[j] = first + j < n ? keys[first + j] : Bits(0);
+    const bool real = first + j < n;
+    nan_own += real && Class::nan(raw[j]);
+    zero_own += real && Class::zero(raw[j]);
+  }
+  int nan_rank, zero_rank;
+  Scan(scan_storage).ExclusiveSum(nan_own, nan_rank);
+  __syncthreads();
+  Scan(scan_storage).ExclusiveSum(zero_own, zero_rank);
+  int64_t nan_at = nan_start + counts.nan[b] + nan_rank;
+  int64_t zero_at = zero_start + counts.zero[b] + zero_rank;
+#pragma unroll
+  for (int j = 0; j < kRadixEncodeItems; ++j) {
+    if (first + j < n) {
+      if (Class::nan(raw[j])) out_keys[nan_at++] = raw[j];
+      if (Class::zero(raw[j])) out_keys[zero_at++] = raw[j];
+    }
+  }
+}
+
+// The radix path of a sort (see the top); *taken = false (and nothing enqueued) where CUB needs
+// more temporary storage than the workspace holds.
+template <typename Traits, PayloadKind kPayload>
+cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
+                       cudaStream_t stream, bool* taken) {
+  using Bits = typename Traits::Bits;
+  constexpr bool kFloat = Traits::kind == KeyKind::kFloat;
+  constexpr bool kGather = kFloat && kPayload == PayloadKind::kIndex;
+  constexpr bool kFixup = kFloat && !kGather;
+  *taken = false;
+  const int64_t n = call.length;
+  const int64_t count_elements = radix_count_elements(n);
+  if (call.rows != 1 || n >= (int64_t{1} << 31) || workspace_elements < count_elements) {
+    return cudaSuccess;
+  }
+  RadixBuffers<Bits> buffers{};
+  buffers.keys[0] = static_cast<Bits*>(call.out_keys);
+  buffers.keys[1] = static_cast<Bits*>(call.spare_keys);
+  if constexpr (kPayload != PayloadKind::kNone) {
+    buffers.values[0] = static_cast<uint32_t*>(call.out_payload);
+    buffers.values[1] = static_cast<uint32_t*>(call.spare_payload);
+  }
+  constexpr int kEndBit = 8 * int(sizeof(Bits));
+  size_t need = 0;
+  if (cudaError_t err = cub_radix_sort<Bits>(nullptr, &need, buffers, int(n), kEndBit, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  void* temp = workspace + count_elements;
+  size_t have = static_cast<size_t>(workspace_elements - count_elements) * sizeof(int32_t);
+  if (need > have) return cudaSuccess;
+  *taken = true;
+
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
+  const RadixCounts counts = radix_counts(workspace, n);
+  const unsigned blocks = static_cast<unsigned>(counts.blocks);
+  const auto* keys = static_cast<const Bits*>(call.keys);
+  const auto* values = static_cast<const uint32_t*>(call.values);
+  if (cudaError_t err =
+          launch_kernel(radix_encode_kernel<Traits, kPayload, kFixup>, blocks, kRadixEncodeThreads,
+                        stream, keys, values, n, flip, buffers.keys[0], buffers.values[0], counts);
+      err != cudaSuccess) {
+    return err;
+  }
+  if constexpr (kFixup) {
+    if (cudaError_t err = launch_kernel(radix_scan_kernel, 1, kRadixScanThreads, stream, counts);
+        err != cudaSuccess) {
+      return err;
+    }
+  }
+  if (cudaError_t err = cub_radix_sort<Bits>(temp, &have, buffers, int(n), kEndBit, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  if (cudaError_t err = launch_kernel(
+          radix_decode_kernel<Traits, kPayload, kGather>, blocks, kRadixEncodeThreads, stream,
+          buffers.keys[buffers.key_side], keys, buffers.values[buffers.value_side], n, flip,
+          buffers.keys[0], buffers.values[0]);
+      err != cudaSuccess) {
+    return err;
+  }
+  if constexpr (kFixup) {
+    if (cudaError_t err = launch_kernel(radix_fixup_kernel<Traits>, blocks, kRadixEncodeThreads,
+                                        stream, keys, n, call.descending, counts, buffers.keys[0]);
+        err != cudaSuccess) {
+      return err;
+    }
+  }
+  return cudaSuccess;
+}
+
+}  // namespace jax_mergepath

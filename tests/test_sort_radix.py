@@ -1,0 +1,159 @@
+# The CUDA sort's radix path (tuning.h "radix path", ffi/cuda/radix_sort.cuh) against the merge
+# sort, bit for bit: every key dtype (the narrow and sub-byte ones through their order keys),
+# both directions, keys alone / argsort / a 4-byte value / a pytree payload, inputs full of -0.0,
+# +0.0 and NaN payloads of both signs (the float fix-up), sizes around the encode tile and the
+# radix path's shortest row. On the GPU each call is lowered three times: forced merge, forced
+# radix, as dispatched. On every machine: the method reaches the FFI call, the CPU ignores it, and
+# the workspace bound holds the radix path's; on the GPU CUB's own size query stays under it.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import KEY_DTYPES, assert_bits_equal, dtype_id, random_keys, ref_sort
+from sort_checks import assert_tree_bits_equal
+
+import jax_mergepath as jmp
+from jax_mergepath import _cpu, _ffi
+
+# Sizes: the radix path's shortest row + 1, a ragged encode tile, several tiles, one large.
+SHORTEST = 1024  # tuning.h kRadixShortestRow
+TILE = 4096  # tuning.h kRadixEncodeTile
+SIZES = [SHORTEST + 1, TILE + 3, 5 * TILE - 7, 2**17 + 11]
+PATTERNS = ["random", "special", "equal", "few"]
+NARROW = [jnp.dtype(d) for d in ("float8_e4m3fn", "float8_e5m2", "int4")]
+
+
+def _keys(rng: np.random.Generator, dtype: Any, n: int, pattern: str) -> np.ndarray:
+    if dtype == jnp.dtype("int4"):
+        return rng.integers(-8, 8, n).astype(dtype)
+    if dtype in NARROW:  # float8: float32 keys (specials, NaNs, zeros) rounded
+        return np.asarray(random_keys(rng, np.float32, (n,), pattern)).astype(dtype)
+    return random_keys(rng, dtype, (n,), pattern)
+
+
+def _run(method: str, fn: Callable, *args: Any) -> Any:
+    """fn(*args) jitted afresh under `method` (the method is read when a call is lowered)."""
+    with _ffi.forced_sort_method(method):
+        return jax.device_get(jax.jit(lambda *a: fn(*a))(*args))
+
+
+def _same_three_ways(fn: Callable, *args: Any, what: str) -> Any:
+    merge = _run("merge", fn, *args)
+    for method in ("radix", "auto"):
+        assert_tree_bits_equal(_run(method, fn, *args), merge, f"{what} {method} vs merge")
+    return merge
+
+
+def test_method_reaches_the_ffi_call():
+    x = jnp.arange(8, dtype=jnp.float32)
+    for method, code in _ffi.SORT_METHODS.items():
+        with _ffi.forced_sort_method(method):
+            text = jax.jit(lambda a: jmp.sort(a)).lower(x).as_text()
+        assert f"method = {code} : i64" in text, (method, text[:2000])
+    with pytest.raises(ValueError, match="method"):
+        with _ffi.forced_sort_method("quick"):
+            pass
+
+
+def test_cpu_ignores_the_method(rng):
+    x = random_keys(rng, np.float32, (3000,), "special")
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        got = {m: _run(m, lambda a: jmp.argsort(a, descending=True), x) for m in ("merge", "radix")}
+    np.testing.assert_array_equal(got["merge"], got["radix"])
+
+
+@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize("payload", [0, 1, 2])
+def test_workspace_holds_the_radix_path(key_bytes, payload):
+    # rows == 1 past the shortest row: the exact size (and so the per-row bound) holds the radix
+    # workspace; batched rows do not pay for it when short.
+    for n in (SHORTEST, SHORTEST + 1, 2**20 + 1, 2**27 + 5, 2**31 - 1):
+        exact = _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
+        bound = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
+        radix = _cpu.radix_workspace_elements(key_bytes, n)
+        assert bound >= exact
+        if n > SHORTEST:
+            assert exact >= radix
+            assert _cpu.sort_takes_radix(2, key_bytes, 4 if payload else 0, 1, n)
+        else:
+            assert not _cpu.sort_takes_radix(2, key_bytes, 4 if payload else 0, 1, n)
+    assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20)  # rows: the merge sort
+    assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20)  # 8-byte payloads: the merge sort
+    assert not _cpu.sort_takes_radix(1, 4, 0, 1, 2**26)  # forced merge
+
+
+# ----------------------------------------------------------------------------- GPU
+
+gpu = pytest.mark.requires_gpu
+
+
+@gpu
+@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize("payload", [False, True])
+def test_cub_temp_storage_within_the_bound(key_bytes, payload):
+    from jax_mergepath import _cuda
+
+    for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
+        need = _cuda.radix_temp_bytes(key_bytes, payload, n)
+        have = 4 * (_cpu.radix_workspace_elements(key_bytes, n) - _cpu.radix_count_elements(n))
+        assert need <= have, (n, need, have)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", KEY_DTYPES + NARROW, ids=dtype_id)
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_radix_matches_merge(rng, dtype, descending):
+    for n in SIZES:
+        for pattern in PATTERNS:
+            x = _keys(rng, dtype, n, pattern)
+            what = f"{dtype_id(dtype)} n={n} {pattern} desc={descending}"
+            keys = _same_three_ways(lambda a: jmp.sort(a, descending=descending), x,
+                                    what=f"sort {what}")
+            if dtype not in NARROW:
+                assert_bits_equal(keys, ref_sort(x, -1, descending), f"sort {what} vs reference")
+            _same_three_ways(lambda a: jmp.argsort(a, descending=descending), x,
+                             what=f"argsort {what}")
+            values = np.arange(n, dtype=np.float32) * np.float32(0.5)
+            _same_three_ways(
+                lambda a, v: jmp.sort_by_key(a, v, descending=descending), x, values,
+                what=f"sort_by_key {what}",
+            )
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=dtype_id)
+def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
+    # Every key a zero or a NaN (the fix-up's whole output), and then sparse ones among plain
+    # keys (blocks without any write nothing): the merge sort's bits, the reference's bits.
+    bits = {
+        2: [0x7E00, 0xFE00, 0x7E01, 0xFE03],
+        4: [0x7FC00000, 0xFFC00000, 0x7FC00001, 0xFF800001],
+        8: [0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000001],
+    }
+    size = np.dtype(dtype).itemsize
+    nans = np.array(bits[size], dtype=f"u{size}").view(dtype)
+    n = 3 * TILE + 5
+    pool = np.concatenate([nans, np.array([0.0, -0.0], dtype)])
+    for x in (rng.choice(pool, n), np.where(rng.random(n) < 1e-3, rng.choice(pool, n),
+                                            rng.standard_normal(n).astype(dtype))):
+        for descending in (False, True):
+            got = _same_three_ways(lambda a, d=descending: jmp.sort(a, descending=d), x,
+                                   what=f"{dtype_id(dtype)} desc={descending}")
+            assert_bits_equal(got, ref_sort(x, -1, descending), "vs reference")
+
+
+@gpu
+def test_radix_payload_pytree_and_lax_sort(rng):
+    n = 2**16 + 3
+    x = random_keys(rng, np.int32, (n,), "few")
+    tree = {"a": np.arange(n, dtype=np.int64), "b": rng.standard_normal(n).astype(np.float32)}
+    _same_three_ways(lambda k, t: jmp.sort_by_key(k, t), x, tree, what="pytree")
+    y = random_keys(rng, np.float32, (n,), "special")
+    _same_three_ways(lambda a, b: jmp.lax_sort((a, b), num_keys=1), y, x, what="lax_sort")
+
