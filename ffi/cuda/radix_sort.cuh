@@ -110,17 +110,19 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   }
 }
 
-// One block: the three count arrays made exclusive prefixes, their totals at [blocks].
+// One block: the three count arrays made exclusive prefixes, their totals at [blocks]. (A
+// template, so the header defines it in every translation unit without a clash.)
 inline constexpr int kRadixScanThreads = 1024;
 
-__global__ void __launch_bounds__(kRadixScanThreads) radix_scan_kernel(RadixCounts counts) {
-  using Scan = cub::BlockScan<int32_t, kRadixScanThreads>;
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts) {
+  using Scan = cub::BlockScan<int32_t, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   grid_prologue();
   int32_t* const arrays[3] = {counts.nan, counts.zero, counts.negative};
   for (int32_t* array : arrays) {
     int32_t carry = 0;
-    for (int64_t start = 0; start < counts.blocks; start += kRadixScanThreads) {
+    for (int64_t start = 0; start < counts.blocks; start += kThreads) {
       const int64_t i = start + threadIdx.x;
       const int32_t own = i < counts.blocks ? array[i] : 0;
       int32_t before, chunk_total;
@@ -251,7 +253,8 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
     return err;
   }
   if constexpr (kFixup) {
-    if (cudaError_t err = launch_kernel(radix_scan_kernel, 1, kRadixScanThreads, stream, counts);
+    if (cudaError_t err = launch_kernel(radix_scan_kernel<kRadixScanThreads>, 1, kRadixScanThreads,
+                                        stream, counts);
         err != cudaSuccess) {
       return err;
     }
