@@ -3,15 +3,16 @@ sort alone (forced, where it can run), as dispatched (tuning.h's thresholds), an
 XLA spelling of the same call, in one process on one device, alternating, the median of
 `--rounds` rounds (user-visible: back-to-back jitted calls, blocked once a round).
 
-    python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING]
+    python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING] [--kernel]
 
-Cells: 1-D sort / argsort of 11 key dtypes at 2^12 to 2^24 keys, sort_by_key with a float32
-payload, 2^27 32-bit keys, presorted keys, and rows (4096 x 256, 256 x 65536, 2^16 x 64) of 7 key
-dtypes. The XLA spellings: sort `jnp.sort`; argsort `lax.sort((x, iota int32), num_keys=1)` (then
-`astype(int64)` where ours returns int64, x64 on); sort_by_key `lax.sort((k, v), num_keys=1)`.
-Each cell checks first that the forced merge and radix sorts agree bit for bit. Prints one line a
-cell and writes the JSON from which docs/performance.md's radix table and tuning.h's thresholds
-come (perf/README.md).
+Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^20 and 2^24 keys,
+sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, and rows (4096 x 256,
+256 x 65536, 2^16 x 64) of 7 key dtypes. The XLA spellings: sort `jnp.sort`; argsort
+`lax.sort((x, iota int32), num_keys=1)` (then `astype(int64)` where ours returns int64, x64 on);
+sort_by_key `lax.sort((k, v), num_keys=1)`. Each cell first checks that the forced merge and
+radix sorts agree bit for bit. Prints a line a cell (with --kernel also each variant's kernel
+time from a profiler trace and its largest events) and writes the JSON from which
+docs/performance.md's radix table and tuning.h's thresholds come (perf/README.md).
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from jax import lax
 
 import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
+from perf.bench.trace import traced
 
 jax.config.update("jax_enable_x64", True)
 
 DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "uint32",
              "float32", "int64", "float64"]  # fmt: skip
 DTYPES_ROWS = ["int8", "int16", "float16", "int32", "float32", "int64", "float64"]
-SIZES_1D = [12, 16, 20, 24]
+SIZES_1D = [12, 16, 18, 20, 24]
 ROWS = [(4096, 256), (256, 65536), (65536, 64)]
 
 
@@ -51,6 +53,8 @@ class Cell:
     radix_possible: bool = False
     dispatched: str = "merge"
     agree: bool | None = None
+    kernel: dict[str, float] = field(default_factory=dict)  # variant -> busy seconds a call
+    events: dict[str, dict[str, float]] = field(default_factory=dict)  # its largest events
 
 
 def cells(quick: bool) -> list[Cell]:
@@ -132,7 +136,25 @@ def per_call(f: Callable, args: tuple, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def run_cell(cell: Cell, rounds: int, target_s: float) -> None:
+@dataclass(eq=False)
+class _Traced:  # what perf.bench.trace.traced runs
+    f: Callable
+    args: tuple
+    est_s: float = 0.0
+
+
+def kernel_times(cell: Cell, variants: dict[str, Callable], args: tuple, repeats: int = 5) -> None:
+    platform = jax.devices()[0].platform
+    for k, f in variants.items():
+        found = traced([_Traced(f, args)], repeats, platform, set(), all_events=True)
+        if None in found:
+            busy, names = found[None]
+            cell.kernel[k] = busy / repeats / 1e9
+            top = sorted(names.items(), key=lambda kv: -kv[1])[:6]
+            cell.events[k] = {name: ns / repeats / 1e9 for name, ns in top}
+
+
+def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False) -> None:
     x = keys_for(cell, 1)
     args: tuple = (x,)
     if cell.op == "sort_by_key":
@@ -162,6 +184,8 @@ def run_cell(cell: Cell, rounds: int, target_s: float) -> None:
             samples[k].append(per_call(f, args, calls[k]))
     cell.times = {k: statistics.median(v) for k, v in samples.items()}
     cell.times["auto"] = cell.times[cell.dispatched]
+    if kernel:
+        kernel_times(cell, variants, args)
 
 
 def line(cell: Cell) -> str:
@@ -171,9 +195,13 @@ def line(cell: Cell) -> str:
     ratio = t["xla"] / t["auto"]
     merge_ratio = t["xla"] / t["merge"]
     flag = "" if cell.agree in (None, True) else "  MISMATCH merge/radix"
-    return (f"{cell.name:34s} xla {us['xla']} merge {us['merge']} radix {radix} "
+    text = (f"{cell.name:34s} xla {us['xla']} merge {us['merge']} radix {radix} "
             f"auto {us['auto']} ({cell.dispatched:5s})  xla/auto {ratio:5.2f}x  "
             f"xla/merge {merge_ratio:5.2f}x{flag}")
+    for k, busy in cell.kernel.items():
+        top = ", ".join(f"{name[:40]} {s * 1e6:.1f}" for name, s in cell.events[k].items())
+        text += f"\n    kernel {k}: {busy * 1e6:.1f} us ({top})"
+    return text
 
 
 def main() -> None:
@@ -183,13 +211,14 @@ def main() -> None:
     p.add_argument("--target-ms", type=float, default=20.0, help="time a variant a round")
     p.add_argument("--json", default="", help="write the cells here")
     p.add_argument("--only", default="", help="cells whose name contains this")
+    p.add_argument("--kernel", action="store_true", help="kernel times from a profiler trace")
     a = p.parse_args()
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, x64 on, "
           f"median of {a.rounds} alternating rounds, user-visible us a call", flush=True)
     todo = [c for c in cells(a.quick) if a.only in c.name]
     for cell in todo:
-        run_cell(cell, a.rounds, a.target_ms / 1e3)
+        run_cell(cell, a.rounds, a.target_ms / 1e3, a.kernel)
         print(line(cell), flush=True)
     slower = [c for c in todo if c.times["auto"] > c.times["xla"]]
     ratios = [c.times["xla"] / c.times["auto"] for c in todo]

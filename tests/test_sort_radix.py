@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import KEY_DTYPES, assert_bits_equal, dtype_id, random_keys, ref_sort
+from reference import KEY_DTYPES, assert_bits_equal, dtype_id, random_keys, ref_jnp_sort
 from sort_checks import assert_tree_bits_equal
 
 import jax_mergepath as jmp
@@ -78,7 +78,7 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         bound = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
         radix = _cpu.radix_workspace_elements(key_bytes, n)
         assert bound >= exact
-        if n > SHORTEST:
+        if n > SHORTEST and key_bytes <= 4:
             assert exact >= radix
             assert _cpu.sort_takes_radix(2, key_bytes, 4 if payload else 0, 1, n)
         else:
@@ -94,7 +94,7 @@ gpu = pytest.mark.requires_gpu
 
 
 @gpu
-@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize("key_bytes", [1, 2, 4])
 @pytest.mark.parametrize("payload", [False, True])
 def test_cub_temp_storage_within_the_bound(key_bytes, payload):
     from jax_mergepath import _cuda
@@ -119,7 +119,7 @@ def test_radix_matches_merge(rng, dtype, descending):
         keys = _same_three_ways(lambda a: jmp.sort(a, descending=descending), x,
                                 what=f"sort {what}")
         if dtype not in NARROW:
-            assert_bits_equal(keys, ref_sort(x, -1, descending), f"sort {what} vs reference")
+            assert_bits_equal(keys, ref_jnp_sort(x, -1, descending), f"sort {what} vs ref")
         _same_three_ways(lambda a: jmp.argsort(a, descending=descending), x,
                          what=f"argsort {what}")
         values = np.arange(n, dtype=np.float32) * np.float32(0.5)
@@ -148,7 +148,7 @@ def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
         for descending in (False, True):
             got = _same_three_ways(lambda a, d=descending: jmp.sort(a, descending=d), x,
                                    what=f"{dtype_id(dtype)} desc={descending}")
-            assert_bits_equal(got, ref_sort(x, -1, descending), "vs reference")
+            assert_bits_equal(got, ref_jnp_sort(x, -1, descending), "vs reference")
 
 
 @gpu

@@ -29,7 +29,6 @@ cudaError_t radix_temp_bytes(int key_bytes, bool payload, int64_t n, size_t* byt
     case 1: return query(uint8_t{});
     case 2: return query(uint16_t{});
     case 4: return query(uint32_t{});
-    case 8: return query(uint64_t{});
     default: return cudaErrorInvalidValue;
   }
 }

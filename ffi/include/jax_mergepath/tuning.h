@@ -515,17 +515,21 @@ inline constexpr int kRadixEncodeItems = 16;
 inline constexpr int64_t kRadixEncodeTile = int64_t{kRadixEncodeThreads} * kRadixEncodeItems;
 
 // Whether the radix path can run a sort: one row longer than kRadixShortestRow (the sort's
-// length < 2^31), keys alone or with a 4-byte payload (argsort's positions, or 4-byte values).
+// length < 2^31), keys of 1, 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
+// or 4-byte values). 8-byte keys stay with the merge sort: the radix path measured no faster
+// (docs/performance.md, "Radix dispatch"), and its CUB instances would cost build time.
 constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   return rows == 1 && length > kRadixShortestRow && (payload_bytes == 0 || payload_bytes == 4) &&
-         (key_bytes == 1 || key_bytes == 2 || key_bytes == 4 || key_bytes == 8);
+         (key_bytes == 1 || key_bytes == 2 || key_bytes == 4);
 }
 
-// The shortest row from which kAuto takes the radix path, by key and payload width (measured).
+// The shortest row from which kAuto takes the radix path, by key and payload width: where the
+// forced radix sort first measured faster than the forced merge sort (perf/sort_grid.py on an
+// H100; docs/performance.md, "Radix dispatch").
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
-  if (key_bytes <= 2) return kRadixShortestRow + 1;
-  if (key_bytes == 4) return payload_bytes == 0 ? int64_t{1} << 16 : int64_t{1} << 16;
-  return int64_t{1} << 40;  // 8-byte keys: the merge sort (never the radix)
+  (void)key_bytes;
+  (void)payload_bytes;
+  return int64_t{1} << 18;
 }
 
 constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
@@ -674,7 +678,7 @@ constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload
     bound.add(3, 2 * block);
     bound.add_past(19, block);
   }
-  if (carried_bytes == 0 || carried_bytes == 4) {
+  if (radix_possible(key_bytes, carried_bytes, 1, kRadixShortestRow + 1)) {
     // radix (radix_workspace_elements, rows > kRadixShortestRow; floor(n / d) + 1 as written):
     // 3 floor(L / e) + 7 + (portions 2048 k + 4 k + tiles 1024 + 1531) / 4 + 1 <=
     // 3 floor(L / e) + 513 k floor(L / 2^27) + 256 floor(L / m) + 513 k + 256 + 392
