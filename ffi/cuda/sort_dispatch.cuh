@@ -86,7 +86,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
   using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
-  if constexpr (kCarriedBytes == 0 || kCarriedBytes == 4) {
+  // (radix_possible's widths, also at compile time: no CUB instance exists for 8-byte keys)
+  if constexpr (kKeyBytes <= 4 && (kCarriedBytes == 0 || kCarriedBytes == 4)) {
     if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
       using RadixTraits = std::conditional_t<Traits::kind == KeyKind::kSigned,
                                              KeyTraits<typename Traits::Bits, KeyKind::kUnsigned>,
