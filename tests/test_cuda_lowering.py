@@ -1,8 +1,10 @@
-# The CUDA lowering exists and names our FFI targets (checked on any machine: jax.export lowers
-# for CUDA without a GPU), and a kernel-side failure surfaces as a JaxRuntimeError naming the
-# operation instead of crashing the process.
+# A built CUDA module loads; the CUDA lowering exists and names our FFI targets (checked on any
+# machine: jax.export lowers for CUDA without a GPU), and a kernel-side failure surfaces as a
+# JaxRuntimeError naming the operation instead of crashing the process.
 from __future__ import annotations
 
+import glob
+import os
 import re
 
 import jax
@@ -12,9 +14,19 @@ import pytest
 from jax import export
 
 import jax_mergepath as jmp
+from jax_mergepath import _ffi
 from jax_mergepath._primitives import Payload, merge_p
 
 TARGETS = ("jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted")
+
+
+def test_a_built_cuda_module_loads():
+    # A _cuda module built beside _cpu must import on any machine (no GPU needed): a missing
+    # symbol (e.g. a kernel instance referenced but never compiled) fails here, not on a GPU.
+    folder = os.path.dirname(_ffi._cpu.__file__)
+    if not glob.glob(os.path.join(folder, "_cuda*")):
+        pytest.skip("built without CUDA")
+    assert _ffi.CUDA_IMPORT_ERROR is None
 
 
 def cuda_module_text(fn, *args) -> str:
