@@ -14,8 +14,10 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows)
   their full-row paths (the CUDA rows kernel).
 co_rank_p(k, a, b, descending) -> i: k int32 (*B, q), a (*B, m), b (*B, n); i int32 (*B, q).
 is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
-sort_p(keys, *values, descending, payload) -> [keys, payload_out?]: keys (*B, d); payload NONE,
-  INDEX (int32 positions: argsort) or VALUE (values (*B, d), moved with the keys). The lowering
+sort_p(keys, *values, descending, payload, keys_needed=True) -> [keys, payload_out?]: keys
+  (*B, d); payload NONE, INDEX (int32 positions: argsort) or VALUE (values (*B, d), moved with
+  the keys); keys_needed=False: the sorted keys are dropped by the caller (the CUDA radix path
+  then leaves them unwritten: unspecified). The lowering
   adds the workspace as results: spare keys, spare payload, one uint8 a row (and the CUDA
   partition splits).
 searchsorted_p(a, v, right, sorted_v) -> i: a (*B, n) sorted, v (*B, q); i int32 (*B, q).
@@ -244,8 +246,8 @@ sort_p = Primitive("jmp_sort")
 sort_p.multiple_results = True
 
 
-def _sort_abstract_eval(keys, *values, descending, payload):
-    del descending
+def _sort_abstract_eval(keys, *values, descending, payload, keys_needed=True):
+    del descending, keys_needed
     outs = [ShapedArray(keys.shape, keys.dtype, weak_type=_weak(keys))]
     if payload == Payload.INDEX:
         outs.append(ShapedArray(keys.shape, np.int32))
@@ -267,15 +269,15 @@ def _sort_workspace(ctx, payload: int) -> list:
     return [*spare, ShapedArray((*keys.shape[:-1], 1), np.uint8)]
 
 
-def _sort_cpu_lowering(ctx, *args, descending, payload):
+def _sort_cpu_lowering(ctx, *args, descending, payload, keys_needed=True):
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=tuple(_sort_workspace(ctx, payload)),
         num_batch_dims=batch_dims_of(ctx.avals_in[0]), descending=descending,
-        payload=np.int64(payload), method=np.int64(_ffi.sort_method()),
+        payload=np.int64(payload), method=np.int64(_ffi.sort_method()), keys_needed=keys_needed,
     )
 
 
-def _sort_cuda_lowering(ctx, *args, descending, payload):
+def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
     per_row = _ffi.sort_workspace_per_row(
@@ -286,6 +288,7 @@ def _sort_cuda_lowering(ctx, *args, descending, payload):
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
         descending=descending, payload=np.int64(payload), method=np.int64(_ffi.sort_method()),
+        keys_needed=keys_needed,
     )
 
 
@@ -301,7 +304,8 @@ def _sort_batching_rule(args, dims, **params):
 batching.primitive_batchers[sort_p] = _sort_batching_rule
 
 
-def _sort_jvp(primals, tangents, *, descending, payload):
+def _sort_jvp(primals, tangents, *, descending, payload, keys_needed=True):
+    del keys_needed  # (the tangent of the keys needs them)
     keys, *values = primals
     sorted_keys, idx = sort_p.bind(keys, descending=descending, payload=int(Payload.INDEX))
     primal_out = [sorted_keys]

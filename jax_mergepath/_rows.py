@@ -116,7 +116,8 @@ def _kernel_perm(okeys: list[jax.Array]) -> jax.Array:
         packed = pack_order_keys([okeys[i] for i in group])
         if perm is not None:
             packed = jnp.take_along_axis(packed, perm, axis=-1)
-        (_, idx) = sort_p.bind(packed, descending=False, payload=int(Payload.INDEX))
+        (_, idx) = sort_p.bind(packed, descending=False, payload=int(Payload.INDEX),
+                               keys_needed=False)
         perm = idx if perm is None else jnp.take_along_axis(perm, idx, axis=-1)
     assert perm is not None
     return perm
@@ -155,6 +156,7 @@ def sort_rows(
     op: str,
     reverse_ties: bool = False,
     wrap_positions: bool = False,
+    keys_needed: bool = True,
 ) -> tuple[jax.Array, jax.Array | None]:
     """A stable sort of rows: (sorted keys, None | positions | the one value moved).
 
@@ -162,7 +164,8 @@ def sort_rows(
     reverse of the ascending sort, as jnp.sort (for keys whose ties may differ in bits; ties of
     other keys are identical). Positions are index_dtype's; on an axis of 2**31 or more with x64
     off they raise a ValueError, unless wrap_positions (argsort: they wrap in int32 as
-    jnp.argsort's do, with jax's warning)."""
+    jnp.argsort's do, with jax's warning). keys_needed=False: the caller drops the sorted keys
+    (argsort), so the kernel may leave them unwritten (the first result is then unspecified)."""
     d = keys.shape[-1]
     positions = index_dtype(d) if payload == Payload.INDEX else None
     if positions is not None and not wrap_positions:
@@ -176,7 +179,8 @@ def sort_rows(
     direction = descending and not flip
     if _kernel_way(d, keys.dtype):
         vals = tuple(_value_in(v) for v in values) if payload == Payload.VALUE else ()
-        outs = sort_p.bind(to_kernel(keys), *vals, descending=direction, payload=int(payload))
+        outs = sort_p.bind(to_kernel(keys), *vals, descending=direction, payload=int(payload),
+                           keys_needed=keys_needed)
         out_keys = _keys_out(outs[0], keys)
         extra = None
         if payload == Payload.INDEX:

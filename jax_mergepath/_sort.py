@@ -211,7 +211,7 @@ def argsort(
         idx = split[-1]
     else:
         _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
-                           payload=Payload.INDEX, op=op, wrap_positions=True)
+                           payload=Payload.INDEX, op=op, wrap_positions=True, keys_needed=False)
         idx = jnp.moveaxis(idx, -1, ax)
     if dtype is not None:
         idx = idx.astype(jax.dtypes.canonicalize_dtype(dtype))

@@ -2,15 +2,16 @@
 // with a 4-byte payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
 // (ordering.h), bit-identical to the merge sort:
 //   1. encode: out_keys <- the directed order keys (unsigned; the order is their unsigned order),
-//      out_payload <- argsort's positions or the 4-byte values; float keys sorted without
-//      positions count, a block each, their NaN, zero and negative keys;
+//      out_payload <- argsort's positions or the 4-byte values; float keys count, a block each,
+//      their NaN, zero and negative keys;
 //   2. cub_radix_sort (radix_cub.h), stable, ping-ponging with the spare buffers;
-//   3. decode: out_keys <- the original bits: integers invert their order key; float keys with
-//      positions are gathered from the input; other float keys invert theirs, which leaves
+//   3. decode: out_keys <- the original bits (the inverse of the order key), which leaves float
 //      -0.0 as +0.0 and every NaN as one NaN, so
-//   4. fix-up (those float keys): the zero and the NaN keys written again, in input order, into
-//      their output ranges (the order key ties them, so the stable order is input order); a
-//      block with neither writes nothing.
+//   4. fix-up (float keys): the zero and the NaN keys written again, in input order, into their
+//      output ranges (the order key ties them, so the stable order is input order); a block
+//      with neither writes nothing.
+// A call whose keys the caller drops (SortCall::keys_needed false: argsort) skips the counts, the
+// keys' decode and the fix-up; only a payload CUB left in the spare buffer moves.
 // All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning.h
 // radix_workspace_elements) holds the class counts, then CUB's temporary storage; if CUB asks
 // for more than it holds, the path is not taken (*taken = false) and the caller merge-sorts.
@@ -135,28 +136,22 @@ __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts
   }
 }
 
-// out_keys[i] <- the original bits of sorted[i] (kIndex float keys: keys[position]); the payload
-// moved to out_payload if CUB left it in the spare buffer.
-template <typename Traits, PayloadKind kPayload, bool kGather>
+// out_keys[i] <- the original bits of sorted[i] (kKeys); the payload moved to out_payload if
+// CUB left it in the spare buffer.
+template <typename Traits, PayloadKind kPayload, bool kKeys>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
-    radix_decode_kernel(const typename Traits::Bits* sorted, const typename Traits::Bits* keys,
-                        const uint32_t* sorted_payload, int64_t n, typename Traits::Bits flip,
-                        typename Traits::Bits* out_keys, uint32_t* out_payload) {
+    radix_decode_kernel(const typename Traits::Bits* sorted, const uint32_t* sorted_payload,
+                        int64_t n, typename Traits::Bits flip, typename Traits::Bits* out_keys,
+                        uint32_t* out_payload) {
   grid_prologue();
   const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
 #pragma unroll 4
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
     if (i < n) {
-      uint32_t p = 0;
-      if constexpr (kPayload != PayloadKind::kNone) p = sorted_payload[i];
-      if constexpr (kGather) {
-        out_keys[i] = keys[p];
-      } else {
-        out_keys[i] = radix_decode<Traits>(sorted[i], flip);
-      }
+      if constexpr (kKeys) out_keys[i] = radix_decode<Traits>(sorted[i], flip);
       if constexpr (kPayload != PayloadKind::kNone) {
-        if (sorted_payload != out_payload) out_payload[i] = p;
+        if (sorted_payload != out_payload) out_payload[i] = sorted_payload[i];
       }
     }
   }
@@ -215,8 +210,6 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
                        cudaStream_t stream, bool* taken) {
   using Bits = typename Traits::Bits;
   constexpr bool kFloat = Traits::kind == KeyKind::kFloat;
-  constexpr bool kGather = kFloat && kPayload == PayloadKind::kIndex;
-  constexpr bool kFixup = kFloat && !kGather;
   *taken = false;
   const int64_t n = call.length;
   const int64_t count_elements = radix_count_elements(n);
@@ -246,13 +239,15 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   const unsigned blocks = static_cast<unsigned>(counts.blocks);
   const auto* keys = static_cast<const Bits*>(call.keys);
   const auto* values = static_cast<const uint32_t*>(call.values);
-  if (cudaError_t err =
-          launch_kernel(radix_encode_kernel<Traits, kPayload, kFixup>, blocks, kRadixEncodeThreads,
-                        stream, keys, values, n, flip, buffers.keys[0], buffers.values[0], counts);
+  const bool fixup = kFloat && call.keys_needed;
+  auto* encode = fixup ? radix_encode_kernel<Traits, kPayload, kFloat>
+                       : radix_encode_kernel<Traits, kPayload, false>;
+  if (cudaError_t err = launch_kernel(encode, blocks, kRadixEncodeThreads, stream, keys, values, n,
+                                      flip, buffers.keys[0], buffers.values[0], counts);
       err != cudaSuccess) {
     return err;
   }
-  if constexpr (kFixup) {
+  if (fixup) {
     if (cudaError_t err = launch_kernel(radix_scan_kernel<kRadixScanThreads>, 1, kRadixScanThreads,
                                         stream, counts);
         err != cudaSuccess) {
@@ -263,14 +258,23 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       err != cudaSuccess) {
     return err;
   }
-  if (cudaError_t err = launch_kernel(
-          radix_decode_kernel<Traits, kPayload, kGather>, blocks, kRadixEncodeThreads, stream,
-          buffers.keys[buffers.key_side], keys, buffers.values[buffers.value_side], n, flip,
-          buffers.keys[0], buffers.values[0]);
-      err != cudaSuccess) {
-    return err;
+  const bool move_payload = kPayload != PayloadKind::kNone && buffers.value_side != 0;
+  // (unsigned keys ascending, sorted into out_keys: their order keys are their bits)
+  const bool keys_in_place =
+      Traits::kind == KeyKind::kUnsigned && flip == 0 && buffers.key_side == 0;
+  const bool decode_keys = call.keys_needed && !keys_in_place;
+  if (decode_keys || move_payload) {
+    auto* decode = decode_keys ? radix_decode_kernel<Traits, kPayload, true>
+                               : radix_decode_kernel<Traits, kPayload, false>;
+    if (cudaError_t err = launch_kernel(decode, blocks, kRadixEncodeThreads, stream,
+                                        buffers.keys[buffers.key_side],
+                                        buffers.values[buffers.value_side], n, flip,
+                                        buffers.keys[0], buffers.values[0]);
+        err != cudaSuccess) {
+      return err;
+    }
   }
-  if constexpr (kFixup) {
+  if (fixup) {
     if (cudaError_t err = launch_kernel(radix_fixup_kernel<Traits>, blocks, kRadixEncodeThreads,
                                         stream, keys, n, call.descending, counts, buffers.keys[0]);
         err != cudaSuccess) {

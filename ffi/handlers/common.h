@@ -256,7 +256,8 @@ auto bind_sort(Binding binding) {
       .RemainingRets()  // payload output, spare keys, spare payload, row flags, (CUDA) splits
       .template Attr<bool>("descending")
       .template Attr<int64_t>("payload")
-      .template Attr<int64_t>("method");  // tuning.h SortMethod (the CPU sort has one)
+      .template Attr<int64_t>("method")  // tuning.h SortMethod (the CPU sort has one)
+      .template Attr<bool>("keys_needed");
 }
 
 template <typename Binding>
@@ -290,11 +291,13 @@ inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t 
 inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
                                           ffi::Result<ffi::AnyBuffer> out,
                                           const ffi::RemainingRets& extra, bool descending,
-                                          int64_t payload, int64_t method, size_t& next_extra) {
+                                          int64_t payload, int64_t method, bool keys_needed,
+                                          size_t& next_extra) {
   const char* op = "sort";
   SortCall call{};
   if (method < 0 || method > 2) return ffi::Unexpected(invalid(op, "unknown sort method"));
   call.method = static_cast<SortMethod>(method);
+  call.keys_needed = keys_needed;
   call.key_type = key_type_of(keys.element_type());
   if (call.key_type == KeyType::kInvalid) {
     return ffi::Unexpected(invalid(op, "unsupported key dtype"));

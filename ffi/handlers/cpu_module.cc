@@ -43,9 +43,10 @@ ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bo
 
 ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
-                       int64_t payload, int64_t method) {
+                       int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, method, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
+                          used);
   if (!call.has_value()) return call.error();
   if (used != extra.size()) return invalid("sort", "unexpected extra results");
   sort_cpu(*call);

@@ -74,9 +74,10 @@ ffi::Error IsSortedCudaImpl(cudaStream_t stream, ffi::AnyBuffer x,
 
 ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::RemainingArgs values,
                         ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
-                        bool descending, int64_t payload, int64_t method) {
+                        bool descending, int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, method, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
+                          used);
   if (!call.has_value()) return call.error();
   if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
     return cuda_error("sort", err);

@@ -72,6 +72,8 @@ struct SortCall {
   uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
   int sms;              // the device's SMs, for the passes (MergeCall::sms)
   SortMethod method;    // the CUDA sort's: merge or radix path (tuning.h); the CPU ignores it
+  bool keys_needed;     // false: the caller drops out_keys (argsort), which the CUDA radix path
+                        // then leaves unwritten (unspecified)
 };
 
 // One merge pass of a mergesort: the run pairs of width `width` of every row of `keys` (and the
