@@ -5,7 +5,7 @@ XLA spelling of the same call, in one process on one device, alternating, the me
 
     python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING] [--kernel]
 
-Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^20 and 2^24 keys,
+Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^19, 2^20 and 2^24 keys,
 sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, and rows (4096 x 256,
 256 x 65536, 2^16 x 64) of 7 key dtypes. The XLA spellings: sort `jnp.sort`; argsort
 `lax.sort((x, iota int32), num_keys=1)` (then `astype(int64)` where ours returns int64, x64 on);
@@ -38,7 +38,7 @@ jax.config.update("jax_enable_x64", True)
 DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "uint32",
              "float32", "int64", "float64"]  # fmt: skip
 DTYPES_ROWS = ["int8", "int16", "float16", "int32", "float32", "int64", "float64"]
-SIZES_1D = [12, 16, 18, 20, 24]
+SIZES_1D = [12, 16, 18, 19, 20, 24]
 ROWS = [(4096, 256), (256, 65536), (65536, 64)]
 
 

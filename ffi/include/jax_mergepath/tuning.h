@@ -527,9 +527,8 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 // forced radix sort first measured faster than the forced merge sort (perf/sort_grid.py on an
 // H100; docs/performance.md, "Radix dispatch").
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
-  (void)key_bytes;
-  (void)payload_bytes;
-  return int64_t{1} << 18;
+  (void)payload_bytes;  // (the same crossover with and without a payload)
+  return key_bytes == 1 ? int64_t{1} << 18 : int64_t{1} << 19;
 }
 
 constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
