@@ -57,6 +57,17 @@ class Cell:
     events: dict[str, dict[str, float]] = field(default_factory=dict)  # its largest events
 
 
+def cpu_cells() -> list[Cell]:
+    """The CPU floor's cells: 10 key dtypes at 2^16 and 2^20 keys and rows of 4096 x 256."""
+    out = []
+    for dtype in [d for d in DTYPES_1D if d != "bool"]:
+        for shape in ((2**16,), (2**20,), (4096, 256)):
+            for op in ("sort", "argsort"):
+                size = f"2^{shape[0].bit_length() - 1}" if len(shape) == 1 else "4096x256"
+                out.append(Cell(f"{op} {dtype} {size}", op, dtype, shape))
+    return out
+
+
 def cells(quick: bool) -> list[Cell]:
     out = []
     sizes = [12, 20] if quick else SIZES_1D
@@ -168,6 +179,8 @@ def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False) -> 
     cell.dispatched = "radix" if auto_radix else "merge"
     variants = {"xla": compiled(xla_fn(cell), args, None),
                 "merge": compiled(ours_fn(cell), args, "merge")}
+    if jax.devices()[0].platform != "gpu":  # (the CPU has one sort: the method is the GPU's)
+        cell.radix_possible, cell.dispatched = False, "merge"
     if cell.radix_possible:
         variants["radix"] = compiled(ours_fn(cell), args, "radix")
         got = jax.tree.leaves(jax.device_get(variants["radix"](*args)))
@@ -207,6 +220,7 @@ def line(cell: Cell) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="a few cells (a smoke run)")
+    p.add_argument("--cpu-cells", action="store_true", help="the CPU floor's cells instead")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--target-ms", type=float, default=20.0, help="time a variant a round")
     p.add_argument("--json", default="", help="write the cells here")
@@ -216,18 +230,21 @@ def main() -> None:
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, x64 on, "
           f"median of {a.rounds} alternating rounds, user-visible us a call", flush=True)
-    todo = [c for c in cells(a.quick) if a.only in c.name]
-    for cell in todo:
+    todo = [c for c in (cpu_cells() if a.cpu_cells else cells(a.quick)) if a.only in c.name]
+    def save(done: list[Cell]) -> None:
+        if a.json:  # after every cell: a run cut short keeps what it measured
+            with open(a.json, "w") as f:
+                json.dump({"device": dev.device_kind, "jax": jax.__version__,
+                           "rounds": a.rounds, "cells": [asdict(c) for c in done]}, f, indent=1)
+
+    for i, cell in enumerate(todo):
         run_cell(cell, a.rounds, a.target_ms / 1e3, a.kernel)
         print(line(cell), flush=True)
+        save(todo[: i + 1])
     slower = [c for c in todo if c.times["auto"] > c.times["xla"]]
     ratios = [c.times["xla"] / c.times["auto"] for c in todo]
     print(f"{len(todo)} cells; dispatched slower than XLA: {len(slower)}; median xla/auto "
           f"{statistics.median(ratios):.2f}x; worst {min(ratios):.2f}x", flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"device": dev.device_kind, "jax": jax.__version__,
-                       "rounds": a.rounds, "cells": [asdict(c) for c in todo]}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 # GPU only: the CUDA handlers are marked command-buffer compatible, so XLA captures them into
-# CUDA graphs; results inside a graph must equal eager results. Runs in a subprocess because
+# CUDA graphs (merges, and sorts on the radix path); results inside a graph must equal eager
+# results. Runs in a subprocess because
 # XLA_FLAGS are read once, when the GPU backend starts.
 from __future__ import annotations
 
@@ -34,12 +35,22 @@ SCRIPT = textwrap.dedent(
     assert np.array_equal(np.asarray(graph[1]), perm)
     assert np.array_equal(np.asarray(graph[2]), 2 * want_out.astype(np.float32))
     assert bool(np.all(np.asarray(graph[3])))
+
+    # the sort's radix path (CUB, its memsets and our kernels) captured too: 1-D, >= 2^19 keys
+    c = rng.integers(-(2**31), 2**31, 2**19 + 3).astype(np.int32)
+    f = rng.standard_normal(2**19 + 3).astype(np.float32)
+    f[::97] = -0.0
+    sorts = jax.jit(lambda c, f: (jmp.sort(c), jmp.argsort(f), jmp.sort(f)))(c, f)
+    assert np.array_equal(np.asarray(sorts[0]), np.sort(c))
+    assert np.array_equal(np.asarray(sorts[1]), np.argsort(f, kind="stable"))
+    want = f[np.argsort(f, kind="stable")]
+    assert np.array_equal(np.asarray(sorts[2]).view(np.uint32), want.view(np.uint32))
     print("GRAPH OK")
     """
 )
 
 
-def test_merges_inside_cuda_graphs():
+def test_merges_and_sorts_inside_cuda_graphs():
     env = dict(os.environ)
     env["XLA_FLAGS"] = (
         env.get("XLA_FLAGS", "")
