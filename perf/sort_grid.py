@@ -10,9 +10,11 @@ sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, and rows (
 256 x 65536, 2^16 x 64) of 7 key dtypes. The XLA spellings: sort `jnp.sort`; argsort
 `lax.sort((x, iota int32), num_keys=1)` (then `astype(int64)` where ours returns int64, x64 on);
 sort_by_key `lax.sort((k, v), num_keys=1)`. Each cell first checks that the forced merge and
-radix sorts agree bit for bit. Prints a line a cell (with --kernel also each variant's kernel
-time from a profiler trace and its largest events) and writes the JSON from which
-docs/performance.md's radix table and tuning.h's thresholds come (perf/README.md).
+radix sorts agree bit for bit. On the CPU (which ignores the method) "merge" is the CPU sort as
+dispatched: its merge sort, or its integer radix path (tuning.h cpu_sort_takes_radix). Prints a
+line a cell (with --kernel also each variant's kernel time from a profiler trace and its largest
+events) and writes the JSON from which docs/performance.md's radix table and tuning.h's
+thresholds come (perf/README.md).
 """
 
 from __future__ import annotations

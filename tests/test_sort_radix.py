@@ -15,7 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import KEY_DTYPES, assert_bits_equal, dtype_id, random_keys, ref_jnp_sort
+from reference import (
+    KEY_DTYPES,
+    assert_bits_equal,
+    dtype_id,
+    np_argsort,
+    random_keys,
+    ref_jnp_sort,
+)
 from sort_checks import assert_tree_bits_equal
 
 import jax_mergepath as jmp
@@ -86,6 +93,35 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
     assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20)  # rows: the merge sort
     assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20)  # 8-byte payloads: the merge sort
     assert not _cpu.sort_takes_radix(1, 4, 0, 1, 2**26)  # forced merge
+
+
+# ----------------------------------------------------------------------------- CPU radix path
+
+INT_DTYPES = [d for d in KEY_DTYPES if d.kind in "biu"]
+
+
+@pytest.mark.slow  # (the fast tier's integer sorts run this path too)
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
+def test_cpu_integer_radix_path(rng, dtype):
+    # tuning.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
+    # radix sort; around both thresholds, rows, both directions, keys alone / positions /
+    # values, and keys sharing digits (the skipped passes) or all equal (none).
+    cpu = jax.devices("cpu")[0]
+    for shape in [(255,), (256,), (2047,), (2048,), (3, 5001)]:
+        for pattern in ("random", "few", "equal"):
+            x = random_keys(rng, dtype, shape, pattern)
+            values = rng.standard_normal(shape).astype(np.float32)
+            for descending in (False, True):
+                what = f"{dtype_id(dtype)} {shape} {pattern} desc={descending}"
+                with jax.default_device(cpu):
+                    got = jax.device_get(jmp.sort(x, descending=descending))
+                    idx = jax.device_get(jmp.argsort(x, descending=descending))
+                    keys, vals = jax.device_get(jmp.sort_by_key(x, values, descending=descending))
+                assert_bits_equal(got, ref_jnp_sort(x, -1, descending), f"sort {what}")
+                want_idx = np_argsort(x, -1, descending)
+                np.testing.assert_array_equal(idx, want_idx, f"argsort {what}")
+                assert_bits_equal(keys, np.take_along_axis(x, want_idx, -1), f"keys {what}")
+                assert_bits_equal(vals, np.take_along_axis(values, want_idx, -1), f"vals {what}")
 
 
 # ----------------------------------------------------------------------------- GPU

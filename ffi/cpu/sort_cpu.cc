@@ -1,4 +1,5 @@
-// sort_cpu.cc: the CPU mergesort, the GPU's decomposition run by host threads.
+// sort_cpu.cc: the CPU mergesort, the GPU's decomposition run by host threads; rows of integer
+// keys long enough (tuning.h cpu_sort_takes_radix) take the radix sort of radix_cpu.h instead.
 //
 //   0. rows already sorted are found (is_sorted_cpu into row_sorted): their tiles are copied to
 //      the outputs in step 1 and the passes skip them, as on the GPU;
@@ -20,6 +21,7 @@
 #include "jax_mergepath/tuning.h"
 #include "cpu_entry.h"
 #include "parallel_for.h"
+#include "radix_cpu.h"
 
 namespace jax_mergepath {
 namespace {
@@ -138,10 +140,37 @@ struct RowSorter {
     return src;
   }
 
+  // Integer keys where tuning.h cpu_sort_takes_radix says: each unsorted row by the radix sort
+  // (radix_cpu.h), a row a task; sorted rows copied.
+  void run_radix() const {
+    const int64_t d = call.length;
+    parallel_for(call.rows, d, kSerialBelow, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        if (call.row_sorted[row]) {
+          copy_tile(row, 0, static_cast<int>(d));
+          continue;
+        }
+        const int64_t at = row * d;
+        Value* out_vals = kCarry ? static_cast<Value*>(call.out_payload) + at : nullptr;
+        Value* spare_vals = kCarry ? static_cast<Value*>(call.spare_payload) + at : nullptr;
+        radix_sort_row<Bits, kCarry, Value>(
+            keys_in(row), d, flip, [&](int64_t p) { return payload_in(row, p); },
+            static_cast<Bits*>(call.out_keys) + at, out_vals,
+            static_cast<Bits*>(call.spare_keys) + at, spare_vals);
+      }
+    });
+  }
+
   void run() const {
     const int64_t rows = call.rows, d = call.length;
     // 0. Sorted rows, found once (the passes leave them alone).
     is_sorted_cpu({call.key_type, call.descending, rows, d, call.keys, call.row_sorted});
+    if constexpr (Traits::kind != KeyKind::kFloat) {
+      if (cpu_sort_takes_radix(int(sizeof(Bits)), d)) {
+        run_radix();
+        return;
+      }
+    }
     // 1. Block sort into the buffer from which the passes end in the outputs; sorted rows'
     //    tiles go straight to the outputs.
     const int passes = sort_passes(kTile, d);

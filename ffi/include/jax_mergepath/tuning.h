@@ -581,6 +581,17 @@ constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, in
   return radix > merge ? radix : merge;
 }
 
+// The CPU sort's integer path (ffi/cpu/radix_cpu.h: an LSD radix sort a row, integer keys only:
+// their order keys are a bijection): rows of at least cpu_radix_min_length keys (8-byte keys,
+// eight digit passes, lose to the merge sort on rows of 256: 21.1 vs 16.2 ms for 4096 x 256
+// int64, and win at 2^16: 2.2 vs 4.9 ms), and copy_tile's int lengths. Measured with
+// perf/sort_grid.py --cpu-cells on the 2-core dev machine (docs/performance.md, "CPU").
+constexpr int64_t cpu_radix_min_length(int key_bytes) { return key_bytes == 8 ? 2048 : 256; }
+
+constexpr bool cpu_sort_takes_radix(int key_bytes, int64_t length) {
+  return length >= cpu_radix_min_length(key_bytes) && length < (int64_t{1} << 31);
+}
+
 // ------------------------------------------------------------------ workspace bounds
 // The CUDA workspaces are shaped (*batch, per_row) when a call is lowered, where the row length
 // L is known (symbolic under jax.export) but no device and, under batch sharding, not how many
