@@ -123,10 +123,20 @@ def merge_workspace_per_row(
 
 
 def sort_workspace_per_row(
-    key_bytes: int, payload: int, value_bytes: int, length: DimSize
+    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool = False
 ) -> DimSize:
-    """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys."""
-    return _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
+    """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
+    the merge sort's bound, or, for a call of one row (`one_row`: its batch shape is static and
+    holds one row) of a static length that tuning.h lets take the radix path under the current
+    sort_method(), also the radix path's exact workspace. (Batched rows never take the radix
+    path, so they never pay for its workspace.)"""
+    merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
+    if not one_row or not isinstance(length, int):
+        return merge
+    carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)
+    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length):
+        return merge
+    return max(merge, int(_cpu.radix_workspace_elements(key_bytes, length)))
 
 
 # How the CUDA sort runs (tuning.h SortMethod): "auto" takes CUB's radix sort where tuning.h

@@ -84,12 +84,13 @@ def _eager_impl(primitive: Primitive):
     """Eager evaluation = the jitted primitive (one compiled executable per parameter set)."""
 
     @functools.cache
-    def jitted(params: tuple):
+    def jitted(params: tuple, sort_method: int):
+        del sort_method  # (a key: the sort lowering reads _ffi.sort_method())
         return jax.jit(functools.partial(primitive.bind, **dict(params)))
 
     def impl(*args, **params):
         with jax.disable_jit(False):  # under jax.disable_jit() the jit would call impl again
-            return jitted(tuple(sorted(params.items())))(*args)
+            return jitted(tuple(sorted(params.items())), _ffi.sort_method())(*args)
 
     return impl
 
@@ -280,8 +281,11 @@ def _sort_cpu_lowering(ctx, *args, descending, payload, keys_needed=True):
 def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
+    batch = keys.shape[:-1]
+    one_row = all(isinstance(d, int) for d in batch) and math.prod(batch) == 1
     per_row = _ffi.sort_workspace_per_row(
-        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1]
+        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1],
+        one_row=one_row,
     )
     splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
     workspace = (*_sort_workspace(ctx, payload), splits)

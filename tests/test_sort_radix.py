@@ -78,21 +78,45 @@ def test_cpu_ignores_the_method(rng):
 @pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
 @pytest.mark.parametrize("payload", [0, 1, 2])
 def test_workspace_holds_the_radix_path(key_bytes, payload):
-    # rows == 1 past the shortest row: the exact size (and so the per-row bound) holds the radix
-    # workspace; batched rows do not pay for it when short.
-    for n in (SHORTEST, SHORTEST + 1, 2**20 + 1, 2**27 + 5, 2**31 - 1):
-        exact = _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
-        bound = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
+    # A call of one row that may take the radix path gets its workspace on top of the merge
+    # sort's; batched rows (and forced merge sorts) never pay for it.
+    carried = 4 if payload else 0
+    for n in (SHORTEST, SHORTEST + 1, 2**18, 2**20 + 1, 2**27 + 5, 2**31 - 1):
+        merge = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
+        assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
         radix = _cpu.radix_workspace_elements(key_bytes, n)
-        assert bound >= exact
-        if n > SHORTEST and key_bytes <= 4:
-            assert exact >= radix
-            assert _cpu.sort_takes_radix(2, key_bytes, 4 if payload else 0, 1, n)
-        else:
-            assert not _cpu.sort_takes_radix(2, key_bytes, 4 if payload else 0, 1, n)
+        for method in ("auto", "merge", "radix"):
+            with _ffi.forced_sort_method(method):
+                one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
+            takes = _cpu.sort_takes_radix(_ffi.SORT_METHODS[method], key_bytes, carried, 1, n)
+            assert one == (max(merge, radix) if takes else merge), (method, n)
+        radix_possible = n > SHORTEST and key_bytes <= 4
+        assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
+        assert not _cpu.sort_takes_radix(1, key_bytes, carried, 1, n)
+        # counts, the lookback (256 int32 a tile of <= 2^28 keys, tiles of >= 3840 keys), bins
+        portions = n // 2**27 + 1
+        lookback = 256 * (min(n, 2**28) // 3840)
+        assert radix <= 3 * n // 4096 + lookback + 600 * portions * key_bytes + 900
     assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20)  # rows: the merge sort
     assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20)  # 8-byte payloads: the merge sort
-    assert not _cpu.sort_takes_radix(1, 4, 0, 1, 2**26)  # forced merge
+
+
+def test_batched_rows_pay_no_radix_workspace():
+    # The CUDA lowering (through jax.export, no GPU needed): the splits workspace is
+    # (rows, per_row), with the radix path's part only for a call of one row.
+    x = jnp.zeros((8, 4096), jnp.float32)
+    exported = jax.export.export(
+        jax.jit(lambda a: jmp.sort(a)), platforms=["cuda"],
+        disabled_checks=_ffi.export_disabled_checks(),
+    )
+    per_row = _ffi.sort_workspace_per_row(4, 0, 0, 4096)
+    with _ffi.forced_sort_method("radix"):
+        batched = exported(x).mlir_module()
+        single = exported(x[0]).mlir_module()
+        one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, one_row=True)
+    assert per_row < _cpu.radix_workspace_elements(4, 4096) <= one
+    assert f"tensor<8x{per_row}xi32>" in batched
+    assert f"tensor<{one}xi32>" in single
 
 
 # ----------------------------------------------------------------------------- CPU radix path

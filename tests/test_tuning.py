@@ -16,7 +16,6 @@ import pytest
 from jax_mergepath import _cpu, _ffi
 
 MAX_ROWS_PER_BLOCK = 256  # tuning.h kMaxRowsPerTile
-RADIX_SHORTEST_ROW = 1024  # tuning.h kRadixShortestRow
 
 
 def _row_slots(length: int, items: int) -> int:
@@ -201,19 +200,14 @@ def test_sort_workspace_bound_covers_the_exact_size(key_bytes, payload, value_by
     quads_seen = 0
     for length in sorted(_lengths_around(block, merge, wide, 255 * 33, 255 * 13, 255 * 11)):
         bound = _ffi.sort_workspace_per_row(key_bytes, payload, value_bytes, length)
-        if length < min(block, merge, RADIX_SHORTEST_ROW + 1):  # (no constant per row)
+        if length < min(block, merge):  # (no constant per row)
             assert bound == 0, length
-        # The merge passes' part is a small part of the keys' memory; the radix path's (rows
-        # past its shortest, keys alone or a 4-byte payload) is CUB's lookback, 256 int32 a tile.
-        radix_rows = carried in (0, 4) and key_bytes <= 4
-        radix = _cpu.radix_workspace_elements(key_bytes, length) if radix_rows else 0
-        if length >= 16 * block:
-            assert 4 * (bound - radix) <= length * key_bytes / 64 + 4 * 2048, (length, bound)
-            assert 4 * radix <= length * 0.27 + 16384 * key_bytes, (length, radix)
+        if length >= 16 * block:  # and a small part of the keys' memory
+            assert 4 * bound <= length * key_bytes / 64, (length, bound)
         for rows in BOUND_ROWS:
             exact = _cpu.sort_partition_elements(key_bytes, payload, value_bytes, rows, length)
             assert rows * bound >= exact, (rows, length, bound, exact)
-            if length <= block and (rows != 1 or length <= RADIX_SHORTEST_ROW):
+            if length <= block:
                 assert exact == 0, (rows, length)
             quads_seen += rows * length * (key_bytes + carried) >= 2**28
     assert quads_seen  # the grid reaches the quad-pass sizes

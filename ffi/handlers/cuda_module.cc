@@ -88,7 +88,9 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   auto splits = extra_buffer(extra, used, need, ffi::DataType::S32, "sort", "partition workspace");
   if (!splits.has_value()) return splits.error();
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
-  if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), need, stream);
+  // (at least the merge sort's; the radix path checks for its own, optional, part)
+  const auto have = static_cast<int64_t>(extra.get<ffi::AnyBuffer>(used).value()->element_count());
+  if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), have, stream);
       err != cudaSuccess) {
     return cuda_error("sort", err);
   }

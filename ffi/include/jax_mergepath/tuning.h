@@ -541,13 +541,15 @@ constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_by
 
 // A bound on CUB's onesweep temporary storage for n keys of key_bytes (cub/device/dispatch/
 // dispatch_radix_sort.cuh InvokeOnesweep, with DoubleBuffers: no extra key or value buffer):
-// bins (portions x passes x 256 offsets of <= 8 bytes), lookback (256 int32 a tile of a portion),
-// counters, each rounded up to 256 bytes, plus 255 of alignment. Portions hold >= 2^27 keys;
-// passes <= key_bytes (8 radix bits); onesweep tiles hold >= kRadixMinOnesweepTile keys (CUB
-// 3.0.1's policies for these keys and payloads, sm_80 to sm_100: 3840 keys for 8-byte keys on
-// sm_80, 5760 on sm_90; 7680 to 9728 for narrower keys). The handler asks CUB for the exact size and takes the merge sort if the
-// workspace falls short, so a wrong bound costs speed, never results; tests/test_sort_gpu.py
-// checks it against CUB's answer.
+// bins (portions x passes x 256 offsets of <= 8 bytes), lookback (256 int32 a tile of one
+// portion, <= 2^28 keys), counters, each rounded up to 256 bytes, plus 255 of alignment.
+// Portions hold >= 2^27 keys; passes <= key_bytes (8 radix bits); onesweep tiles hold >=
+// kRadixMinOnesweepTile keys (CUB 3.0.1's sm_90 / sm_100 policies for keys of up to 4 bytes:
+// 7680 to 9728 keys; sm_80's 4-byte keys 8064). sm_80 builds run 1- and 2-byte keys through
+// CUB's older passes, whose spine grows with the SM count: there the bound may fall short. The
+// handler asks CUB for the exact size and takes the merge sort if the workspace falls short, so
+// a short bound costs speed, never results; tests/test_sort_radix.py checks it against CUB's
+// answer on the GPU (with this 3840, half the smallest tile).
 inline constexpr int64_t kRadixMinOnesweepTile = 3840;
 inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 
@@ -559,7 +561,8 @@ constexpr int64_t radix_count_elements(int64_t n) {
 
 constexpr int64_t radix_workspace_elements(int key_bytes, int64_t n) {
   const int64_t portions = n / kRadixPortionAtLeast + 1;
-  const int64_t tiles = n / kRadixMinOnesweepTile + 1;
+  const int64_t portion_keys = n < (int64_t{1} << 28) ? n : (int64_t{1} << 28);
+  const int64_t tiles = portion_keys / kRadixMinOnesweepTile + 1;
   const int64_t bins_bytes = portions * key_bytes * 256 * 8 + 255;
   const int64_t lookback_bytes = tiles * 256 * 4 + 255;
   const int64_t counters_bytes = portions * key_bytes * 4 + 255;
@@ -567,18 +570,16 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int64_t n) {
   return radix_count_elements(n) + (cub_bytes + 3) / 4;
 }
 
-// ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none), or,
-// where it may take the radix path, enough for that too (the method is the caller's choice at
-// run time; the workspace is sized for either).
+// ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none). The
+// radix path's workspace (radix_workspace_elements) is optional: the lowering adds it only to a
+// call of one row that may take that path (jax_mergepath/_ffi.py sort_workspace_per_row), and
+// the path declines, for the merge sort, a workspace too small for it.
 constexpr int64_t sort_partition_elements(int key_bytes, PayloadKind payload, int value_bytes,
                                           int64_t rows, int64_t length) {
-  const int carried_bytes = payload_bytes(payload, value_bytes);
-  const SortShape shape = cuda_sort_shape(key_bytes, carried_bytes, rows, length);
-  const int64_t merge = sort_partition_elements_from(int64_t{shape.threads} * shape.items,
-                                                     key_bytes, payload, value_bytes, rows, length);
-  if (!radix_possible(key_bytes, carried_bytes, rows, length)) return merge;
-  const int64_t radix = radix_workspace_elements(key_bytes, length);
-  return radix > merge ? radix : merge;
+  const SortShape shape =
+      cuda_sort_shape(key_bytes, payload_bytes(payload, value_bytes), rows, length);
+  return sort_partition_elements_from(int64_t{shape.threads} * shape.items, key_bytes, payload,
+                                      value_bytes, rows, length);
 }
 
 // The CPU sort's integer path (ffi/cpu/radix_cpu.h: an LSD radix sort a row, integer keys only:
@@ -612,7 +613,7 @@ struct WorkspaceTerm {
 };
 
 struct WorkspaceBound {
-  static constexpr int kMaxTerms = 10;  // (the merge's bound has at most 4, the sort's 9)
+  static constexpr int kMaxTerms = 6;  // (the merge's bound has at most 4, the sort's 5)
   WorkspaceTerm terms[kMaxTerms] = {};
   int count = 0;
 
@@ -687,16 +688,6 @@ constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload
     bound.add(1, block);
     bound.add(3, 2 * block);
     bound.add_past(19, block);
-  }
-  if (radix_possible(key_bytes, carried_bytes, 1, kRadixShortestRow + 1)) {
-    // radix (radix_workspace_elements, rows > kRadixShortestRow; floor(n / d) + 1 as written):
-    // 3 floor(L / e) + 7 + (portions 2048 k + 4 k + tiles 1024 + 1531) / 4 + 1 <=
-    // 3 floor(L / e) + 513 k floor(L / 2^27) + 256 floor(L / m) + 513 k + 256 + 392
-    const int64_t k = key_bytes;
-    bound.add(3, kRadixEncodeTile);
-    bound.add(513 * k, kRadixPortionAtLeast);
-    bound.add(256, kRadixMinOnesweepTile);
-    bound.add_past(513 * k + 256 + 392, kRadixShortestRow);
   }
   return bound;
 }
