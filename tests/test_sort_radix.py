@@ -128,10 +128,10 @@ INT_DTYPES = [d for d in KEY_DTYPES if d.kind in "biu"]
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 def test_cpu_integer_radix_path(rng, dtype):
     # tuning.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
-    # radix sort; around both thresholds, rows, both directions, keys alone / positions /
-    # values, and keys sharing digits (the skipped passes) or all equal (none).
+    # radix sort; around both thresholds, rows, one long row, both directions, keys alone /
+    # positions / values, and keys sharing digits (the skipped passes) or all equal (none).
     cpu = jax.devices("cpu")[0]
-    for shape in [(255,), (256,), (2047,), (2048,), (3, 5001)]:
+    for shape in [(255,), (256,), (2047,), (2048,), (3, 5001), (2**18 + 7,)]:
         for pattern in ("random", "few", "equal"):
             x = random_keys(rng, dtype, shape, pattern)
             values = rng.standard_normal(shape).astype(np.float32)
