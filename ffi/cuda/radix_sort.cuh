@@ -44,30 +44,10 @@ inline RadixCounts radix_counts(int32_t* workspace, int64_t n) {
   return {workspace, workspace + blocks + 1, workspace + 2 * (blocks + 1), blocks};
 }
 
+// A float key that sorts before the zeros (ascending): negative, not zero, not NaN.
 template <typename Traits>
-struct FloatClass {
-  using Bits = typename Traits::Bits;
-  static JMP_HD Bits magnitude(Bits raw) { return static_cast<Bits>(raw & ~Traits::kSign); }
-  static JMP_HD bool nan(Bits raw) { return magnitude(raw) > Traits::kInfBits; }
-  static JMP_HD bool zero(Bits raw) { return magnitude(raw) == 0; }
-  static JMP_HD bool negative(Bits raw) { return (raw & Traits::kSign) && !nan(raw) && !zero(raw); }
-};
-
-// The original bits of a directed order key (`flip` as order_mask), except that float zeros
-// come back as +0.0 and float NaNs as one NaN (the fix-up's business).
-template <typename Traits>
-JMP_HD typename Traits::Bits radix_decode(typename Traits::Bits directed,
-                                          typename Traits::Bits flip) {
-  using Bits = typename Traits::Bits;
-  static_assert(Traits::kind != KeyKind::kSigned, "signed keys run as unsigned (order_mask)");
-  const Bits ord = static_cast<Bits>(directed ^ flip);
-  if constexpr (Traits::kind == KeyKind::kUnsigned) {
-    return ord;
-  } else {
-    if (ord == Traits::kSign) return Bits(0);
-    if (ord == Traits::kAllOnes) return static_cast<Bits>(~Traits::kSign);
-    return (ord & Traits::kSign) ? static_cast<Bits>(ord ^ Traits::kSign) : static_cast<Bits>(~ord);
-  }
+JMP_HD bool below_zero(typename Traits::Bits raw) {
+  return (raw & Traits::kSign) && !Traits::is_nan(raw) && !Traits::is_zero(raw);
 }
 
 template <typename Traits, PayloadKind kPayload, bool kCount>
@@ -76,7 +56,6 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
                         typename Traits::Bits flip, typename Traits::Bits* ord, uint32_t* payload,
                         RadixCounts counts) {
   using Bits = typename Traits::Bits;
-  using Class = FloatClass<Traits>;
   grid_prologue();
   const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
   int nan = 0, zero = 0, negative = 0;
@@ -89,9 +68,9 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
       if constexpr (kPayload == PayloadKind::kIndex) payload[i] = static_cast<uint32_t>(i);
       if constexpr (kPayload == PayloadKind::kValue) payload[i] = values[i];
       if constexpr (kCount) {
-        nan += Class::nan(raw);
-        zero += Class::zero(raw);
-        negative += Class::negative(raw);
+        nan += Traits::is_nan(raw);
+        zero += Traits::is_zero(raw);
+        negative += below_zero<Traits>(raw);
       }
     }
   }
@@ -149,7 +128,9 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
     if (i < n) {
-      if constexpr (kKeys) out_keys[i] = radix_decode<Traits>(sorted[i], flip);
+      if constexpr (kKeys) {
+        out_keys[i] = Traits::from_order_key(static_cast<typename Traits::Bits>(sorted[i] ^ flip));
+      }
       if constexpr (kPayload != PayloadKind::kNone) {
         if (sorted_payload != out_payload) out_payload[i] = sorted_payload[i];
       }
@@ -164,7 +145,6 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
     radix_fixup_kernel(const typename Traits::Bits* keys, int64_t n, bool descending,
                        RadixCounts counts, typename Traits::Bits* out_keys) {
   using Bits = typename Traits::Bits;
-  using Class = FloatClass<Traits>;
   using Scan = cub::BlockScan<int, kRadixEncodeThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   grid_prologue();
@@ -185,8 +165,8 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     raw[j] = first + j < n ? keys[first + j] : Bits(0);
     const bool real = first + j < n;
-    nan_own += real && Class::nan(raw[j]);
-    zero_own += real && Class::zero(raw[j]);
+    nan_own += real && Traits::is_nan(raw[j]);
+    zero_own += real && Traits::is_zero(raw[j]);
   }
   int nan_rank, zero_rank;
   Scan(scan_storage).ExclusiveSum(nan_own, nan_rank);
@@ -197,8 +177,8 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
 #pragma unroll
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     if (first + j < n) {
-      if (Class::nan(raw[j])) out_keys[nan_at++] = raw[j];
-      if (Class::zero(raw[j])) out_keys[zero_at++] = raw[j];
+      if (Traits::is_nan(raw[j])) out_keys[nan_at++] = raw[j];
+      if (Traits::is_zero(raw[j])) out_keys[zero_at++] = raw[j];
     }
   }
 }

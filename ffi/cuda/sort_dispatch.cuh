@@ -19,7 +19,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "block_sort.cuh"
 #include "cuda_entry.h"
@@ -86,15 +85,12 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
   using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
-  // (radix_possible's widths, also at compile time: no CUB instance exists for 8-byte keys)
-  if constexpr (kKeyBytes <= 4 && (kCarriedBytes == 0 || kCarriedBytes == 4)) {
+  // (compiled only for the widths radix_possible takes: they alone have CUB instances)
+  if constexpr (radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
     if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      using RadixTraits = std::conditional_t<Traits::kind == KeyKind::kSigned,
-                                             KeyTraits<typename Traits::Bits, KeyKind::kUnsigned>,
-                                             Traits>;
       bool taken = false;
       const cudaError_t err =
-          radix_sort<RadixTraits, kPayload>(call, splits, splits_elements, stream, &taken);
+          radix_sort<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
       if (err != cudaSuccess || taken) return err;
     }
   }

@@ -32,6 +32,11 @@ struct KeyTraits {
           ? Bits(0)
           : static_cast<Bits>(((Bits(1) << kExponentBits) - 1) << (kBitWidth - 1 - kExponentBits));
 
+  // Float keys: the bits without the sign; NaN (any payload, any sign); +-0.0.
+  static JMP_HD Bits magnitude(Bits b) { return static_cast<Bits>(b & static_cast<Bits>(~kSign)); }
+  static JMP_HD bool is_nan(Bits b) { return magnitude(b) > kInfBits; }
+  static JMP_HD bool is_zero(Bits b) { return magnitude(b) == 0; }
+
   // Ascending order key: unsigned comparison of the result is the contract's key order.
   static JMP_HD Bits order_key(Bits b) {
     if constexpr (kKind == KeyKind::kUnsigned) {
@@ -39,14 +44,28 @@ struct KeyTraits {
     } else if constexpr (kKind == KeyKind::kSigned) {
       return static_cast<Bits>(b ^ kSign);
     } else {
-      const Bits magnitude = static_cast<Bits>(b & static_cast<Bits>(~kSign));
+      const Bits m = magnitude(b);
       // Negative keys flip every bit, the others only the sign bit: b ^ (all ones or kSign),
       // the mask made from the sign by a shift (cheaper than a select on the GPU).
       const Bits negative = static_cast<Bits>(Bits(0) - static_cast<Bits>(b >> (kBitWidth - 1)));
       Bits k = static_cast<Bits>(b ^ static_cast<Bits>(negative | kSign));
-      k = magnitude == 0 ? kSign : k;         // -0.0 == +0.0
-      k = magnitude > kInfBits ? kAllOnes : k;  // every NaN after +inf
+      k = m == 0 ? kSign : k;         // -0.0 == +0.0
+      k = m > kInfBits ? kAllOnes : k;  // every NaN after +inf
       return k;
+    }
+  }
+
+  // The bits of an order key: order_key's inverse, except that the one key of all zeros is
+  // +0.0 and the one key of all NaNs the NaN 0x7f...f (the bits order_key forgets).
+  static JMP_HD Bits from_order_key(Bits k) {
+    if constexpr (kKind == KeyKind::kUnsigned) {
+      return k;
+    } else if constexpr (kKind == KeyKind::kSigned) {
+      return static_cast<Bits>(k ^ kSign);
+    } else {
+      if (k == kSign) return Bits(0);
+      if (k == kAllOnes) return static_cast<Bits>(~kSign);
+      return (k & kSign) ? static_cast<Bits>(k ^ kSign) : static_cast<Bits>(~k);
     }
   }
 };
