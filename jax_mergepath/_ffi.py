@@ -136,7 +136,7 @@ def sort_workspace_per_row(
     carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)
     if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length):
         return merge
-    return max(merge, int(_cpu.radix_workspace_elements(key_bytes, length)))
+    return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length)))
 
 
 # How the CUDA sort runs (tuning.h SortMethod): "auto" takes CUB's radix sort where tuning.h

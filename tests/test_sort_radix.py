@@ -84,21 +84,29 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
     for n in (SHORTEST, SHORTEST + 1, 2**18, 2**20 + 1, 2**27 + 5, 2**31 - 1):
         merge = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
         assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
-        radix = _cpu.radix_workspace_elements(key_bytes, n)
+        radix = _cpu.radix_workspace_elements(key_bytes, carried, n)
         for method in ("auto", "merge", "radix"):
             with _ffi.forced_sort_method(method):
                 one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
             takes = _cpu.sort_takes_radix(_ffi.SORT_METHODS[method], key_bytes, carried, 1, n)
             assert one == (max(merge, radix) if takes else merge), (method, n)
-        radix_possible = n > SHORTEST and key_bytes <= 4
+        counting = key_bytes == 1 and carried == 0
+        radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
         assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
         assert not _cpu.sort_takes_radix(1, key_bytes, carried, 1, n)
+        if counting:  # the row's 256 counts
+            assert radix == 256
+            continue
         # counts, the lookback (256 int32 a tile of <= 2^28 keys, tiles of >= 3840 keys), bins
         portions = n // 2**27 + 1
         lookback = 256 * (min(n, 2**28) // 3840)
         assert radix <= 3 * n // 4096 + lookback + 600 * portions * key_bytes + 900
     assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20)  # rows: the merge sort
     assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20)  # 8-byte payloads: the merge sort
+    # one-byte keys alone: the counting sort, rows of any count and length (kAuto from 256)
+    assert _cpu.sort_takes_radix(2, 1, 0, 1000, 3) and _cpu.sort_takes_radix(0, 1, 0, 7, 256)
+    assert not _cpu.sort_takes_radix(0, 1, 0, 7, 255)
+    assert not _cpu.sort_takes_radix(2, 1, 4, 7, 2**20)  # (argsort: CUB, one row only)
 
 
 def test_batched_rows_pay_no_radix_workspace():
@@ -114,7 +122,7 @@ def test_batched_rows_pay_no_radix_workspace():
         batched = exported(x).mlir_module()
         single = exported(x[0]).mlir_module()
         one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, one_row=True)
-    assert per_row < _cpu.radix_workspace_elements(4, 4096) <= one
+    assert per_row < _cpu.radix_workspace_elements(4, 0, 4096) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
 
@@ -159,9 +167,13 @@ gpu = pytest.mark.requires_gpu
 def test_cub_temp_storage_within_the_bound(key_bytes, payload):
     from jax_mergepath import _cuda
 
+    if key_bytes == 1 and not payload:
+        pytest.skip("one-byte keys alone take the counting sort (no CUB instance)")
+    carried = 4 if payload else 0
     for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
         need = _cuda.radix_temp_bytes(key_bytes, payload, n)
-        have = 4 * (_cpu.radix_workspace_elements(key_bytes, n) - _cpu.radix_count_elements(n))
+        have = 4 * (_cpu.radix_workspace_elements(key_bytes, carried, n)
+                    - _cpu.radix_count_elements(n))
         assert need <= have, (n, need, have)
 
 
@@ -220,3 +232,31 @@ def test_radix_payload_pytree_and_lax_sort(rng):
     y = random_keys(rng, np.float32, (n,), "special")
     _same_three_ways(lambda a, b: jmp.lax_sort((a, b), num_keys=1), y, x, what="lax_sort")
 
+
+
+ONE_BYTE = [np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ONE_BYTE, ids=dtype_id)
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_counting_sort_rows_and_tiles(rng, dtype, descending):
+    # One-byte keys alone (tuning.h counting path): a block a row (batched rows, short rows, one
+    # row without workspace) and tiles (one row longer than a tile); row lengths that leave
+    # every row start unaligned; runs of equal keys (a word of one key), few keys, one key.
+    shapes = [(3,), (300,), (7, 33), (257, 300), (5, 5001), (2, 70001), (2**15 + 1,),
+              (3 * 2**15 - 5,), (2**20 + 3,)]
+    patterns = ("random", "few", "equal", "sorted")
+    for i, shape in enumerate(shapes):
+        for pattern in patterns if shape in ((5, 5001), (2**15 + 1,)) else patterns[i % 4:][:1]:
+            if pattern == "sorted":
+                x = np.sort(random_keys(rng, dtype, shape, "random"), axis=-1)
+            else:
+                x = random_keys(rng, dtype, shape, pattern)
+            what = f"{dtype_id(dtype)} {shape} {pattern} desc={descending}"
+            got = _same_three_ways(lambda a: jmp.sort(a, descending=descending), x, what=what)
+            assert_bits_equal(got, ref_jnp_sort(x, -1, descending), f"{what} vs ref")
+    # rows strided over the grid (more rows than tuning.h kCountingMaxRowBlocks)
+    x = random_keys(rng, dtype, (2**16 + 3, 4), "random")
+    got = _run("radix", lambda a: jmp.sort(a, descending=descending), x)
+    assert_bits_equal(got, ref_jnp_sort(x, -1, descending), "rows strided")

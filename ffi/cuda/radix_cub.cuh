@@ -9,12 +9,12 @@
 
 namespace jax_mergepath {
 
-template <typename Bits>
+template <typename Bits, bool kPairs>
 cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int n,
                            int end_bit, cudaStream_t stream) {
   cub::DoubleBuffer<Bits> keys(buffers.keys[0], buffers.keys[1]);
   cudaError_t err;
-  if (buffers.values[0] == nullptr) {
+  if constexpr (!kPairs) {
     err = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys, n, 0, end_bit, stream);
   } else {
     cub::DoubleBuffer<uint32_t> values(buffers.values[0], buffers.values[1]);

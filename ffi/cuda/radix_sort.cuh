@@ -205,7 +205,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   }
   constexpr int kEndBit = 8 * int(sizeof(Bits));
   size_t need = 0;
-  if (cudaError_t err = cub_radix_sort<Bits>(nullptr, &need, buffers, int(n), kEndBit, stream);
+  if (cudaError_t err = cub_radix_sort<Bits, kPayload != PayloadKind::kNone>(nullptr, &need, buffers, int(n), kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }
@@ -234,7 +234,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       return err;
     }
   }
-  if (cudaError_t err = cub_radix_sort<Bits>(temp, &have, buffers, int(n), kEndBit, stream);
+  if (cudaError_t err = cub_radix_sort<Bits, kPayload != PayloadKind::kNone>(temp, &have, buffers, int(n), kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }

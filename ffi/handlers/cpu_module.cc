@@ -215,8 +215,9 @@ NB_MODULE(_cpu, m) {
       },
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
   m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
-        "int32 elements of the radix path's workspace for one row of n keys of key_bytes "
-        "(tuning.h; its class counts, then CUB's temporary storage)");
+        "int32 elements of the radix path's workspace for one row of n keys of key_bytes with a "
+        "payload of payload_bytes (tuning.h: the counting sort's counts, or the class counts, "
+        "then CUB's temporary storage)");
   m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
         "int32 elements of the radix path's class counts for n keys (tuning.h)");
   m.def(

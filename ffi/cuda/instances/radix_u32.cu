@@ -4,7 +4,9 @@
 
 namespace jax_mergepath {
 
-template cudaError_t cub_radix_sort<uint32_t>(void*, size_t*, RadixBuffers<uint32_t>&, int,
-                                                int, cudaStream_t);
+template cudaError_t cub_radix_sort<uint32_t, false>(void*, size_t*, RadixBuffers<uint32_t>&, int,
+                                                       int, cudaStream_t);
+template cudaError_t cub_radix_sort<uint32_t, true>(void*, size_t*, RadixBuffers<uint32_t>&, int,
+                                                      int, cudaStream_t);
 
 }  // namespace jax_mergepath

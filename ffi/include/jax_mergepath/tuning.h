@@ -514,20 +514,50 @@ inline constexpr int kRadixEncodeThreads = 256;
 inline constexpr int kRadixEncodeItems = 16;
 inline constexpr int64_t kRadixEncodeTile = int64_t{kRadixEncodeThreads} * kRadixEncodeItems;
 
-// Whether the radix path can run a sort: one row longer than kRadixShortestRow (the sort's
+// Keys of one byte alone (bool, int8, uint8) take the radix path as a counting sort
+// (ffi/cuda/counting_sort.cuh): a row's output is its 256 directed order keys, each repeated as
+// often as it occurs, bit-identical to the merge sort (equal one-byte integer keys have equal
+// bits). Rows of any count; a block a row, or, for one row longer than a tile with
+// kCountingBins int32 of workspace (its counts), tiles of kCountingTile keys over the grid.
+inline constexpr int kCountingBins = 256;
+inline constexpr int kCountingThreads = 256;  // a thread a bin
+inline constexpr int64_t kCountingTile = int64_t{1} << 15;
+inline constexpr int64_t kCountingMaxRowBlocks = int64_t{1} << 16;  // then rows stride the grid
+// Rows from this length take it under kAuto (perf/sort_grid.py, docs/performance.md).
+inline constexpr int64_t kCountingMinLength = 256;
+
+constexpr bool counting_possible(int key_bytes, int payload_bytes, int64_t length) {
+  return key_bytes == 1 && payload_bytes == 0 && length < (int64_t{1} << 31);
+}
+
+constexpr bool counting_takes_tiles(int64_t rows, int64_t length, int64_t workspace_elements) {
+  return rows == 1 && length > kCountingTile && workspace_elements >= kCountingBins;
+}
+
+// Whether CUB's radix sort can run a sort: one row longer than kRadixShortestRow (the sort's
 // length < 2^31), keys of 1, 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
-// or 4-byte values). 8-byte keys stay with the merge sort: the radix path measured no faster
-// (docs/performance.md, "Radix dispatch"), and its CUB instances would cost build time.
-constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
-  return rows == 1 && length > kRadixShortestRow && (payload_bytes == 0 || payload_bytes == 4) &&
+// or 4-byte values), unless the counting sort runs it. 8-byte keys stay with the merge sort: the
+// radix path measured no faster (docs/performance.md, "Radix dispatch"), and its CUB instances
+// would cost build time.
+constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows,
+                                  int64_t length) {
+  return !counting_possible(key_bytes, payload_bytes, length) && rows == 1 &&
+         length > kRadixShortestRow && length < (int64_t{1} << 31) &&
+         (payload_bytes == 0 || payload_bytes == 4) &&
          (key_bytes == 1 || key_bytes == 2 || key_bytes == 4);
+}
+
+// Whether the radix path (the counting sort or CUB's) can run a sort.
+constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  return counting_possible(key_bytes, payload_bytes, length) ||
+         cub_radix_possible(key_bytes, payload_bytes, rows, length);
 }
 
 // The shortest row from which kAuto takes the radix path, by key and payload width: where the
 // forced radix sort first measured faster than the forced merge sort (perf/sort_grid.py on an
 // H100; docs/performance.md, "Radix dispatch").
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
-  (void)payload_bytes;  // (the same crossover with and without a payload)
+  if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
   return key_bytes == 1 ? int64_t{1} << 18 : int64_t{1} << 19;
 }
 
@@ -553,13 +583,15 @@ constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_by
 inline constexpr int64_t kRadixMinOnesweepTile = 3840;
 inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 
-// int32 elements of the radix path's workspace for one row of n keys: the encode blocks' class
-// counts (3 a block) and the 4 totals, then CUB's temporary storage (a bound in bytes / 4).
+// int32 elements of the radix path's workspace for one row of n keys: the counting sort's
+// counts, or the encode blocks' class counts (3 a block) and the 4 totals, then CUB's temporary
+// storage (a bound in bytes / 4).
 constexpr int64_t radix_count_elements(int64_t n) {
   return 3 * ((n + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
 }
 
-constexpr int64_t radix_workspace_elements(int key_bytes, int64_t n) {
+constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t n) {
+  if (counting_possible(key_bytes, payload_bytes, n)) return kCountingBins;
   const int64_t portions = n / kRadixPortionAtLeast + 1;
   const int64_t portion_keys = n < (int64_t{1} << 28) ? n : (int64_t{1} << 28);
   const int64_t tiles = portion_keys / kRadixMinOnesweepTile + 1;
