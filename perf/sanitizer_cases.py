@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jax_mergepath as jmp
-from jax_mergepath import _cpu
+from jax_mergepath import _cpu, _ffi
 
 
 def check(got, want, what: str) -> None:
@@ -104,7 +104,18 @@ def sort_cases(rng: np.random.Generator) -> None:
     # of int32 keys (4 + 4 bytes), 15 merge levels after the 2816-key tile, 14 (seven quads)
     # after the wide 5888-key one it takes.
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
-    check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    with _ffi.forced_sort_method("merge"):  # (as dispatched, this one row takes CUB's radix sort)
+        check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    # The radix path (tuning.h): CUB's with a float fix-up, and the counting sort of one-byte
+    # keys alone, a block a row and in tiles (one long row; unaligned rows).
+    with _ffi.forced_sort_method("radix"):
+        f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
+        f[::97] = -0.0
+        want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
+        check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
+        for shape in [(5, 5001), (3 * 2**15 + 9,)]:
+            b = rng.integers(-128, 128, shape).astype(np.int8)
+            check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")
     # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
     # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
     # network) and, in row 1, tiles with a -0.0 (the NaN-last order).
