@@ -168,19 +168,27 @@ __global__ void __launch_bounds__(kCountingThreads) counting_zero_kernel(uint32_
   counts[threadIdx.x] = 0;
 }
 
-// Tile blockIdx.x of the row: its counts added to the row's (workspace, zeroed before).
-template <typename Traits>
+// Tile blockIdx.x (of `tile` keys) of the row: its counts added to the row's (kPerTile false:
+// counts[bin], zeroed before) or stored as counts[bin * tiles + tile] (kPerTile: the counting
+// scatter's, counting_scatter.cuh).
+template <typename Traits, bool kPerTile>
 __global__ void __launch_bounds__(kCountingThreads)
-    counting_tile_kernel(const uint8_t* keys, int64_t length, uint8_t flip, uint32_t* counts) {
+    counting_tile_kernel(const uint8_t* keys, int64_t length, int64_t tile, uint8_t flip,
+                         uint32_t* counts) {
   __shared__ CountingShared s;
   grid_prologue();
   zero_counts(s);
   __syncthreads();
-  const int64_t begin = int64_t{blockIdx.x} * kCountingTile;
-  const int64_t end = begin + kCountingTile < length ? begin + kCountingTile : length;
+  const int64_t begin = int64_t{blockIdx.x} * tile;
+  const int64_t end = begin + tile < length ? begin + tile : length;
   count_segment(keys, begin, end, flip, s);
   __syncthreads();
-  if (const uint32_t own = block_count(s); own != 0) atomicAdd(&counts[threadIdx.x], own);
+  const uint32_t own = block_count(s);
+  if constexpr (kPerTile) {
+    counts[int64_t{threadIdx.x} * gridDim.x + blockIdx.x] = own;
+  } else if (own != 0) {
+    atomicAdd(&counts[threadIdx.x], own);
+  }
 }
 
 // Tile blockIdx.x of the output, from the row's counts.
@@ -217,8 +225,9 @@ cudaError_t counting_sort(const SortCall& call, int32_t* workspace, int64_t work
       err != cudaSuccess) {
     return err;
   }
-  if (cudaError_t err = launch_kernel(counting_tile_kernel<Traits>, static_cast<unsigned>(tiles),
-                                      kCountingThreads, stream, keys, call.length, flip, counts);
+  if (cudaError_t err = launch_kernel(counting_tile_kernel<Traits, false>,
+                                      static_cast<unsigned>(tiles), kCountingThreads, stream, keys,
+                                      call.length, kCountingTile, flip, counts);
       err != cudaSuccess) {
     return err;
   }

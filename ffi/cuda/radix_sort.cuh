@@ -1,10 +1,11 @@
 // radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path"): one row of n keys, alone or
 // with a 4-byte payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
 // (ordering.h), bit-identical to the merge sort:
-//   1. encode: out_keys <- the directed order keys (unsigned; the order is their unsigned order),
-//      out_payload <- argsort's positions or the 4-byte values; float keys count, a block each,
-//      their NaN, zero and negative keys;
-//   2. cub_radix_sort (radix_cub.h), stable, ping-ponging with the spare buffers;
+//   1. encode: the outputs (the spare buffers for one-byte keys, whose one pass ends in the
+//      outputs) <- the directed order keys (unsigned; the order is their unsigned order), and
+//      argsort's positions or the 4-byte values; float keys count, a block each, their NaN,
+//      zero and negative keys;
+//   2. cub_radix_sort (radix_cub.h), stable, ping-ponging between outputs and spare buffers;
 //   3. decode: out_keys <- the original bits (the inverse of the order key), which leaves float
 //      -0.0 as +0.0 and every NaN as one NaN, so
 //   4. fix-up (float keys): the zero and the NaN keys written again, in input order, into their
@@ -115,8 +116,8 @@ __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts
   }
 }
 
-// out_keys[i] <- the original bits of sorted[i] (kKeys); the payload moved to out_payload if
-// CUB left it in the spare buffer.
+// out_keys[i] <- the original bits of sorted[i] (kKeys; in place where sorted is out_keys); the
+// payload moved to out_payload if CUB left it in the spare buffer.
 template <typename Traits, PayloadKind kPayload, bool kKeys>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
     radix_decode_kernel(const typename Traits::Bits* sorted, const uint32_t* sorted_payload,
@@ -196,16 +197,24 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   if (call.rows != 1 || n >= (int64_t{1} << 31) || workspace_elements < count_elements) {
     return cudaSuccess;
   }
+  constexpr bool kPairs = kPayload != PayloadKind::kNone;
+  auto* const out_keys = static_cast<Bits*>(call.out_keys);
+  auto* const out_payload = static_cast<uint32_t*>(call.out_payload);
+  // The encode writes buffers 0, CUB ping-pongs from there: one 8-bit pass a key byte on sm_90
+  // (onesweep), so one-byte keys start in the spare buffers and end in the outputs. (Where CUB
+  // takes another number of passes, key_side / value_side say where it ended: slower, not wrong.)
+  constexpr int kOutputsFirst = sizeof(Bits) % 2 == 0 ? 0 : 1;
   RadixBuffers<Bits> buffers{};
-  buffers.keys[0] = static_cast<Bits*>(call.out_keys);
-  buffers.keys[1] = static_cast<Bits*>(call.spare_keys);
-  if constexpr (kPayload != PayloadKind::kNone) {
-    buffers.values[0] = static_cast<uint32_t*>(call.out_payload);
-    buffers.values[1] = static_cast<uint32_t*>(call.spare_payload);
+  buffers.keys[kOutputsFirst] = out_keys;
+  buffers.keys[1 - kOutputsFirst] = static_cast<Bits*>(call.spare_keys);
+  if constexpr (kPairs) {
+    buffers.values[kOutputsFirst] = out_payload;
+    buffers.values[1 - kOutputsFirst] = static_cast<uint32_t*>(call.spare_payload);
   }
   constexpr int kEndBit = 8 * int(sizeof(Bits));
   size_t need = 0;
-  if (cudaError_t err = cub_radix_sort<Bits, kPayload != PayloadKind::kNone>(nullptr, &need, buffers, int(n), kEndBit, stream);
+  if (cudaError_t err =
+          cub_radix_sort<Bits, kPairs>(nullptr, &need, buffers, int(n), kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }
@@ -234,29 +243,29 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       return err;
     }
   }
-  if (cudaError_t err = cub_radix_sort<Bits, kPayload != PayloadKind::kNone>(temp, &have, buffers, int(n), kEndBit, stream);
+  if (cudaError_t err = cub_radix_sort<Bits, kPairs>(temp, &have, buffers, int(n), kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }
-  const bool move_payload = kPayload != PayloadKind::kNone && buffers.value_side != 0;
+  const bool move_payload = kPairs && buffers.values[buffers.value_side] != out_payload;
   // (unsigned keys ascending, sorted into out_keys: their order keys are their bits)
-  const bool keys_in_place =
-      Traits::kind == KeyKind::kUnsigned && flip == 0 && buffers.key_side == 0;
+  const bool keys_in_place = Traits::kind == KeyKind::kUnsigned && flip == 0 &&
+                             buffers.keys[buffers.key_side] == out_keys;
   const bool decode_keys = call.keys_needed && !keys_in_place;
   if (decode_keys || move_payload) {
     auto* decode = decode_keys ? radix_decode_kernel<Traits, kPayload, true>
                                : radix_decode_kernel<Traits, kPayload, false>;
     if (cudaError_t err = launch_kernel(decode, blocks, kRadixEncodeThreads, stream,
                                         buffers.keys[buffers.key_side],
-                                        buffers.values[buffers.value_side], n, flip,
-                                        buffers.keys[0], buffers.values[0]);
+                                        buffers.values[buffers.value_side], n, flip, out_keys,
+                                        out_payload);
         err != cudaSuccess) {
       return err;
     }
   }
   if (fixup) {
     if (cudaError_t err = launch_kernel(radix_fixup_kernel<Traits>, blocks, kRadixEncodeThreads,
-                                        stream, keys, n, call.descending, counts, buffers.keys[0]);
+                                        stream, keys, n, call.descending, counts, out_keys);
         err != cudaSuccess) {
       return err;
     }

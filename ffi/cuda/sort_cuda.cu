@@ -23,16 +23,16 @@ cudaError_t radix_temp_bytes(int key_bytes, bool payload, int64_t n, size_t* byt
     using Bits = decltype(bits);
     RadixBuffers<Bits> buffers{};
     const int end_bit = 8 * int(sizeof(Bits));
-    if (!payload) return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, int(n), end_bit, nullptr);
+    if (!payload) {
+      return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, int(n), end_bit, nullptr);
+    }
     buffers.values[0] = buffers.values[1] = placeholder;
     return cub_radix_sort<Bits, true>(nullptr, bytes, buffers, int(n), end_bit, nullptr);
   };
   switch (key_bytes) {
-    case 1:  // (one-byte keys alone take the counting sort: no CUB instance)
-      return payload ? query(uint8_t{}) : cudaErrorInvalidValue;
     case 2: return query(uint16_t{});
     case 4: return query(uint32_t{});
-    default: return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;  // (one-byte keys are counted: no CUB instance)
   }
 }
 

@@ -1,8 +1,8 @@
 // sort_dispatch.cuh: the CUDA mergesort of one key traits (kernel_traits.h sort_for_traits, the
 // entry sort_cuda in sort_cuda.cu; instantiated in ffi/cuda/instances/). All on `stream`,
 // no allocation, no host sync (graph-safe). Where tuning.h sort_takes_radix says, the radix path
-// runs instead (counting_sort.cuh for one-byte keys alone, else radix_sort.cuh, which may decline
-// for want of workspace); otherwise:
+// runs instead (one-byte keys: counting_sort.cuh alone, counting_scatter.cuh with a payload;
+// else radix_sort.cuh; the last two decline for want of workspace); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
 //      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
 //      are checked by the block sort itself (a block of sorted rows skips its sort);
@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "block_sort.cuh"
+#include "counting_scatter.cuh"
 #include "counting_sort.cuh"
 #include "cuda_entry.h"
 #include "grid_launch.cuh"
@@ -91,6 +92,11 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   if constexpr (counting_possible(kKeyBytes, kCarriedBytes, 1)) {
     if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
       return counting_sort<Traits>(call, splits, splits_elements, stream);
+    }
+  } else if constexpr (scatter_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
+    if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length) &&
+        splits_elements >= scatter_workspace_elements(call.length)) {
+      return counting_scatter<Traits, kPayload>(call, splits, stream);
     }
   } else if constexpr (cub_radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
     // (compiled only for the widths cub_radix_possible takes: they alone have CUB instances)

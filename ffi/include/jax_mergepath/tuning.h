@@ -534,22 +534,39 @@ constexpr bool counting_takes_tiles(int64_t rows, int64_t length, int64_t worksp
   return rows == 1 && length > kCountingTile && workspace_elements >= kCountingBins;
 }
 
+// One row of one-byte keys with a 4-byte payload (argsort's positions, 4-byte values) takes the
+// radix path as a counting scatter (ffi/cuda/counting_scatter.cuh): one stable 8-bit pass, a
+// block a tile of kScatterTile keys (a warp kScatterWarpKeys consecutive ones), the tiles'
+// counts of each key in the workspace (scatter_workspace_elements).
+inline constexpr int64_t kScatterWarpKeys = 512;
+inline constexpr int64_t kScatterTile = kScatterWarpKeys * (kCountingThreads / 32);
+inline constexpr int64_t kScatterMinLength = int64_t{1} << 16;  // under kAuto (sort_grid.py)
+
+constexpr bool scatter_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  return key_bytes == 1 && payload_bytes == 4 && rows == 1 && length > kRadixShortestRow &&
+         length < (int64_t{1} << 31);
+}
+
+// int32 elements: the tiles' counts (a bin's tiles consecutive), then the bins' totals.
+constexpr int64_t scatter_workspace_elements(int64_t n) {
+  return kCountingBins * ((n + kScatterTile - 1) / kScatterTile) + kCountingBins;
+}
+
 // Whether CUB's radix sort can run a sort: one row longer than kRadixShortestRow (the sort's
-// length < 2^31), keys of 1, 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
-// or 4-byte values), unless the counting sort runs it. 8-byte keys stay with the merge sort: the
+// length < 2^31), keys of 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
+// or 4-byte values). One-byte keys are counted (above). 8-byte keys stay with the merge sort: the
 // radix path measured no faster (docs/performance.md, "Radix dispatch"), and its CUB instances
 // would cost build time.
 constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows,
                                   int64_t length) {
-  return !counting_possible(key_bytes, payload_bytes, length) && rows == 1 &&
-         length > kRadixShortestRow && length < (int64_t{1} << 31) &&
-         (payload_bytes == 0 || payload_bytes == 4) &&
-         (key_bytes == 1 || key_bytes == 2 || key_bytes == 4);
+  return rows == 1 && length > kRadixShortestRow && length < (int64_t{1} << 31) &&
+         (payload_bytes == 0 || payload_bytes == 4) && (key_bytes == 2 || key_bytes == 4);
 }
 
-// Whether the radix path (the counting sort or CUB's) can run a sort.
+// Whether the radix path (the counting sort, the counting scatter or CUB's) can run a sort.
 constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   return counting_possible(key_bytes, payload_bytes, length) ||
+         scatter_possible(key_bytes, payload_bytes, rows, length) ||
          cub_radix_possible(key_bytes, payload_bytes, rows, length);
 }
 
@@ -558,7 +575,7 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 // H100; docs/performance.md, "Radix dispatch").
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
   if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
-  return key_bytes == 1 ? int64_t{1} << 18 : int64_t{1} << 19;
+  return key_bytes == 1 ? kScatterMinLength : int64_t{1} << 19;
 }
 
 constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
@@ -592,6 +609,7 @@ constexpr int64_t radix_count_elements(int64_t n) {
 
 constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t n) {
   if (counting_possible(key_bytes, payload_bytes, n)) return kCountingBins;
+  if (key_bytes == 1) return scatter_workspace_elements(n);
   const int64_t portions = n / kRadixPortionAtLeast + 1;
   const int64_t portion_keys = n < (int64_t{1} << 28) ? n : (int64_t{1} << 28);
   const int64_t tiles = portion_keys / kRadixMinOnesweepTile + 1;

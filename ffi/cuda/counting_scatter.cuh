@@ -1,0 +1,184 @@
+// counting_scatter.cuh: the CUDA sort of one row of one-byte keys (U8Key traits) with a 4-byte
+// payload (argsort's positions or 4-byte values; tuning.h scatter_possible): one stable pass of
+// an 8-bit counting sort, over tiles of kScatterTile keys:
+//   1. count (counting_sort.cuh counting_tile_kernel, a block a tile): counts[bin][tile], the
+//      tile's keys of each directed order key, in the workspace;
+//   2. scan (a block a bin): counts[bin][.] made exclusive prefixes over the tiles, the bin's
+//      total to totals[bin];
+//   3. scatter (a block a tile): the bins' starts (a scan of the totals); the tile's keys ranked
+//      stably in shared memory (a warp kScatterWarpKeys consecutive keys, 32 at a time, equal
+//      keys ranked by __match_any_sync in lane order), the payload (and the key) staged at the
+//      rank; then written bin run by bin run to start[bin] + counts[bin][tile] + rank in tile.
+// Stable, so bit-identical to the merge sort (one-byte integer keys that tie have equal bits).
+// All on `stream`, no allocation, no host sync (graph-safe).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cub/block/block_scan.cuh>
+
+#include "counting_sort.cuh"
+#include "grid_launch.cuh"
+#include "jax_mergepath/call_args.h"
+#include "jax_mergepath/key_types.h"
+#include "jax_mergepath/tuning.h"
+
+namespace jax_mergepath {
+
+inline constexpr int kScatterChunks = int(kScatterWarpKeys / 32);  // 32 keys a chunk of a warp
+inline constexpr uint32_t kPastTheEnd = kCountingBins;  // the bin of a lane past the row's end
+
+using CountScan = cub::BlockScan<uint32_t, kCountingThreads>;
+
+// Block blockIdx.x = bin: counts[bin][0, tiles) -> exclusive prefixes; totals[bin] <- the sum.
+// A thread takes kScanItems consecutive tiles a round.
+template <typename Traits>
+__global__ void __launch_bounds__(kCountingThreads)
+    scatter_scan_kernel(uint32_t* counts, int64_t tiles, uint32_t* totals) {
+  constexpr int kScanItems = 8;
+  __shared__ typename CountScan::TempStorage scan;
+  grid_prologue();
+  uint32_t* row = counts + int64_t{blockIdx.x} * tiles;
+  uint32_t carry = 0;
+  for (int64_t start = 0; start < tiles; start += int64_t{kCountingThreads} * kScanItems) {
+    const int64_t first = start + int64_t{threadIdx.x} * kScanItems;
+    uint32_t own[kScanItems], sum = 0;
+#pragma unroll
+    for (int j = 0; j < kScanItems; ++j) {
+      own[j] = first + j < tiles ? row[first + j] : 0;
+      sum += own[j];
+    }
+    uint32_t before, round_total;
+    CountScan(scan).ExclusiveSum(sum, before, round_total);
+#pragma unroll
+    for (int j = 0; j < kScanItems; ++j) {
+      if (first + j < tiles) row[first + j] = carry + before;
+      before += own[j];
+    }
+    carry += round_total;
+    __syncthreads();  // (scan is reused)
+  }
+  if (threadIdx.x == 0) totals[blockIdx.x] = carry;
+}
+
+struct ScatterShared {
+  uint32_t next[kCountingWarps][kCountingBins];  // a warp's counts, then where its next key goes
+  uint32_t tile_start[kCountingBins];            // a bin's first position in the staged tile
+  uint32_t global_start[kCountingBins];          // ... and in the row's output
+  uint32_t payload[kScatterTile];                // the tile sorted (stable), staged
+  uint8_t keys[kScatterTile];
+  typename CountScan::TempStorage scan;
+};
+
+// Tile blockIdx.x of the row (see the top, 3). out_keys == nullptr: the keys are not written.
+template <typename Traits, PayloadKind kPayload>
+__global__ void __launch_bounds__(kCountingThreads)
+    scatter_kernel(const uint8_t* keys, const uint32_t* values, int64_t n, uint8_t flip,
+                   const uint32_t* counts, const uint32_t* totals, uint8_t* out_keys,
+                   uint32_t* out_payload) {
+  __shared__ ScatterShared s;
+  grid_prologue();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const unsigned lanes_before = (1u << lane) - 1;
+  const int64_t tile_begin = int64_t{blockIdx.x} * kScatterTile;
+  const int64_t warp_begin = tile_begin + int64_t{warp} * kScatterWarpKeys;
+  uint32_t bin[kScatterChunks], payload[kScatterChunks];
+#pragma unroll
+  for (int c = 0; c < kScatterChunks; ++c) {
+    const int64_t i = warp_begin + c * 32 + lane;
+    bin[c] = i < n ? (keys[i] ^ flip) : kPastTheEnd;
+    if constexpr (kPayload == PayloadKind::kIndex) payload[c] = static_cast<uint32_t>(i);
+    if constexpr (kPayload == PayloadKind::kValue) payload[c] = i < n ? values[i] : 0;
+  }
+#pragma unroll
+  for (int w = 0; w < kCountingWarps; ++w) s.next[w][threadIdx.x] = 0;
+  __syncthreads();
+  // The warp's count of each bin: one leader (the lowest lane) a bin a chunk adds its peers.
+#pragma unroll
+  for (int c = 0; c < kScatterChunks; ++c) {
+    const unsigned peers = __match_any_sync(0xffffffffu, bin[c]);
+    if (bin[c] != kPastTheEnd && (peers & lanes_before) == 0) {
+      s.next[warp][bin[c]] += __popc(peers);
+    }
+    __syncwarp();
+  }
+  __syncthreads();
+  // Thread = bin: the tile's count, its start in the staged tile and in the output, and each
+  // warp's first position for it (warps in order: the tile's keys in input order).
+  {
+    const uint32_t b = threadIdx.x;
+    uint32_t count = 0;
+#pragma unroll
+    for (int w = 0; w < kCountingWarps; ++w) count += s.next[w][b];
+    uint32_t tile_start, bin_start;
+    CountScan(s.scan).ExclusiveSum(count, tile_start);
+    __syncthreads();
+    CountScan(s.scan).ExclusiveSum(totals[b], bin_start);
+    s.tile_start[b] = tile_start;
+    s.global_start[b] = bin_start + counts[int64_t{b} * gridDim.x + blockIdx.x];
+    uint32_t at = tile_start;
+#pragma unroll
+    for (int w = 0; w < kCountingWarps; ++w) {
+      const uint32_t own = s.next[w][b];
+      s.next[w][b] = at;
+      at += own;
+    }
+  }
+  __syncthreads();
+  // Ranks: a key goes after the warp's earlier keys of its bin and its chunk's lower lanes.
+#pragma unroll
+  for (int c = 0; c < kScatterChunks; ++c) {
+    const unsigned peers = __match_any_sync(0xffffffffu, bin[c]);
+    const bool real = bin[c] != kPastTheEnd;
+    if (real) {
+      const uint32_t at = s.next[warp][bin[c]] + __popc(peers & lanes_before);
+      s.payload[at] = payload[c];
+      s.keys[at] = static_cast<uint8_t>(bin[c] ^ flip);
+    }
+    __syncwarp();
+    if (real && (peers & lanes_before) == 0) s.next[warp][bin[c]] += __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+  const int64_t tile_keys = n - tile_begin < kScatterTile ? n - tile_begin : kScatterTile;
+  for (int64_t p = threadIdx.x; p < tile_keys; p += kCountingThreads) {
+    const uint8_t key = s.keys[p];
+    const uint32_t b = key ^ flip;
+    const int64_t at = int64_t{s.global_start[b]} + (p - s.tile_start[b]);
+    out_payload[at] = s.payload[p];
+    if (out_keys != nullptr) out_keys[at] = key;
+  }
+}
+
+// The counting scatter of a sort (see the top). `workspace`: scatter_workspace_elements(n).
+template <typename Traits, PayloadKind kPayload>
+cudaError_t counting_scatter(const SortCall& call, int32_t* workspace, cudaStream_t stream) {
+  static_assert(sizeof(typename Traits::Bits) == 1 && Traits::kind == KeyKind::kUnsigned);
+  static_assert(kPayload != PayloadKind::kNone);
+  const int64_t n = call.length;
+  const int64_t tiles = ceil_div(n, kScatterTile);
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
+  const auto* keys = static_cast<const uint8_t*>(call.keys);
+  auto* counts = reinterpret_cast<uint32_t*>(workspace);
+  uint32_t* totals = counts + kCountingBins * tiles;
+  if (cudaError_t err = launch_kernel(counting_tile_kernel<Traits, true>,
+                                      static_cast<unsigned>(tiles), kCountingThreads, stream, keys,
+                                      n, kScatterTile, flip, counts);
+      err != cudaSuccess) {
+    return err;
+  }
+  if (cudaError_t err = launch_kernel(scatter_scan_kernel<Traits>, kCountingBins,
+                                      kCountingThreads, stream, counts, tiles, totals);
+      err != cudaSuccess) {
+    return err;
+  }
+  auto* out_keys = call.keys_needed ? static_cast<uint8_t*>(call.out_keys) : nullptr;
+  return launch_kernel(scatter_kernel<Traits, kPayload>, static_cast<unsigned>(tiles),
+                       kCountingThreads, stream, keys, static_cast<const uint32_t*>(call.values),
+                       n, flip, static_cast<const uint32_t*>(counts),
+                       static_cast<const uint32_t*>(totals), out_keys,
+                       static_cast<uint32_t*>(call.out_payload));
+}
+
+}  // namespace jax_mergepath
