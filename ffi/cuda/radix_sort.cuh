@@ -1,10 +1,10 @@
-// radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path"): one row of n keys, alone or
-// with a 4-byte payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
+// radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
+// byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
+// payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
 // (ordering.h), bit-identical to the merge sort:
-//   1. encode: the outputs (the spare buffers for one-byte keys, whose one pass ends in the
-//      outputs) <- the directed order keys (unsigned; the order is their unsigned order), and
-//      argsort's positions or the 4-byte values; float keys count, a block each, their NaN,
-//      zero and negative keys;
+//   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
+//      order), and argsort's positions or the 4-byte values; float keys count, a block each,
+//      their NaN, zero and negative keys;
 //   2. cub_radix_sort (radix_cub.h), stable, ping-ponging between outputs and spare buffers;
 //   3. decode: out_keys <- the original bits (the inverse of the order key), which leaves float
 //      -0.0 as +0.0 and every NaN as one NaN, so
@@ -200,16 +200,14 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   constexpr bool kPairs = kPayload != PayloadKind::kNone;
   auto* const out_keys = static_cast<Bits*>(call.out_keys);
   auto* const out_payload = static_cast<uint32_t*>(call.out_payload);
-  // The encode writes buffers 0, CUB ping-pongs from there: one 8-bit pass a key byte on sm_90
-  // (onesweep), so one-byte keys start in the spare buffers and end in the outputs. (Where CUB
-  // takes another number of passes, key_side / value_side say where it ended: slower, not wrong.)
-  constexpr int kOutputsFirst = sizeof(Bits) % 2 == 0 ? 0 : 1;
+  // The encode writes the outputs, CUB ping-pongs from there (one 8-bit pass a key byte on
+  // sm_90: an even count, ending in the outputs; key_side / value_side say where it ended).
   RadixBuffers<Bits> buffers{};
-  buffers.keys[kOutputsFirst] = out_keys;
-  buffers.keys[1 - kOutputsFirst] = static_cast<Bits*>(call.spare_keys);
+  buffers.keys[0] = out_keys;
+  buffers.keys[1] = static_cast<Bits*>(call.spare_keys);
   if constexpr (kPairs) {
-    buffers.values[kOutputsFirst] = out_payload;
-    buffers.values[1 - kOutputsFirst] = static_cast<uint32_t*>(call.spare_payload);
+    buffers.values[0] = out_payload;
+    buffers.values[1] = static_cast<uint32_t*>(call.spare_payload);
   }
   constexpr int kEndBit = 8 * int(sizeof(Bits));
   size_t need = 0;
