@@ -3,7 +3,8 @@
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
 rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
-(binary and merge path, short rows in the rows kernel); sizes around the tiles; results are
+(binary and merge path, short rows in the rows kernel), the radix path (CUB, counting sort and
+scatter); sizes around the tiles; results are
 checked against numpy so a silent error also fails.
 
 Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
@@ -36,13 +37,15 @@ def main() -> None:
     rng = np.random.default_rng(0)
     assert jax.devices()[0].platform == "gpu", jax.devices()
     # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
-    # "wide64" (only those) or "search" (searchsorted only): racecheck of everything passes one
-    # device call's 10 minutes.
+    # "wide64" (only those), "search" (searchsorted only) or "radix" (the radix path only):
+    # racecheck of everything passes one device call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
-    if which not in ("all", "base", "wide64", "search"):
-        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected all, base, wide64 or search")
+    if which not in ("all", "base", "wide64", "search", "radix"):
+        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected all, base, wide64, search or radix")
     if which == "search":
         search_cases(rng)
+    if which == "radix":
+        radix_cases(rng)
     if which in ("all", "base"):
         base_cases(rng)
     if which in ("all", "wide64"):
@@ -106,16 +109,7 @@ def sort_cases(rng: np.random.Generator) -> None:
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
     with _ffi.forced_sort_method("merge"):  # (as dispatched, this one row takes CUB's radix sort)
         check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
-    # The radix path (tuning.h): CUB's with a float fix-up, and the counting sort of one-byte
-    # keys alone, a block a row and in tiles (one long row; unaligned rows).
-    with _ffi.forced_sort_method("radix"):
-        f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
-        f[::97] = -0.0
-        want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
-        check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
-        for shape in [(5, 5001), (3 * 2**15 + 9,)]:
-            b = rng.integers(-128, 128, shape).astype(np.int8)
-            check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")
+    radix_cases(rng)
     # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
     # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
     # network) and, in row 1, tiles with a -0.0 (the NaN-last order).
@@ -128,6 +122,21 @@ def sort_cases(rng: np.random.Generator) -> None:
     got_f = np.asarray(jmp.sort(wide_f, descending=True))
     check(got_f.view(np.uint32), want_f.view(np.uint32), "wide float block sort")
     search_cases(rng)
+
+
+def radix_cases(rng: np.random.Generator) -> None:
+    """The radix path (tuning.h): CUB's with a float fix-up; one-byte keys' counting sort, a
+    block a row and in tiles (one long row; unaligned rows), and counting scatter."""
+    with _ffi.forced_sort_method("radix"):
+        f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
+        f[::97] = -0.0
+        want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
+        check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
+        for shape in [(5, 5001), (3 * 2**15 + 9,)]:
+            b = rng.integers(-128, 128, shape).astype(np.int8)
+            check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")
+        b = rng.integers(0, 7, 5 * 4096 + 3).astype(np.uint8)
+        check(jmp.argsort(b), np.argsort(b, kind="stable").astype(np.int32), "scatter")
 
 
 def search_cases(rng: np.random.Generator) -> None:
