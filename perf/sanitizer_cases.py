@@ -4,8 +4,8 @@ Tiled, rows and packed merges, float32 keys (FPU compares), every payload, desce
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
 rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
 (binary and merge path, short rows in the rows kernel), the radix path (CUB, counting sort and
-scatter); sizes around the tiles; results are
-checked against numpy so a silent error also fails.
+scatter); sizes around the tiles; results are checked against numpy so a silent error also
+fails.
 
 Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
 racecheck; JMP_SANITIZER_CASES picks a subset):
