@@ -7,7 +7,7 @@
 //      total to totals[bin];
 //   3. scatter (a block a tile): the bins' starts (a scan of the totals); the tile's keys ranked
 //      stably in shared memory (a warp kScatterWarpKeys consecutive keys, 32 at a time, equal
-//      keys ranked by __match_any_sync in lane order), the payload (and the key) staged at the
+//      keys ranked in lane order), the payload (and the key) staged at the
 //      rank; then written bin run by bin run to start[bin] + counts[bin][tile] + rank in tile.
 // Stable, so bit-identical to the merge sort (one-byte integer keys that tie have equal bits).
 // All on `stream`, no allocation, no host sync (graph-safe).
@@ -27,7 +27,19 @@
 namespace jax_mergepath {
 
 inline constexpr int kScatterChunks = int(kScatterWarpKeys / 32);  // 32 keys a chunk of a warp
-inline constexpr uint32_t kPastTheEnd = kCountingBins;  // the bin of a lane past the row's end
+
+// The lanes of `real` whose bin equals this lane's: eight ballots, one a bit of the bin (the
+// hardware's match.any measured several times slower here).
+__device__ inline unsigned lanes_with_bin(uint32_t bin, unsigned real) {
+  unsigned peers = real;
+#pragma unroll
+  for (int bit = 0; bit < 8; ++bit) {
+    const bool one = (bin >> bit) & 1u;
+    const unsigned ones = __ballot_sync(0xffffffffu, one);
+    peers &= one ? ones : ~ones;
+  }
+  return peers;
+}
 
 using CountScan = cub::BlockScan<uint32_t, kCountingThreads>;
 
@@ -83,23 +95,27 @@ __global__ void __launch_bounds__(kCountingThreads)
   const unsigned lanes_before = (1u << lane) - 1;
   const int64_t tile_begin = int64_t{blockIdx.x} * kScatterTile;
   const int64_t warp_begin = tile_begin + int64_t{warp} * kScatterWarpKeys;
-  uint32_t bin[kScatterChunks], payload[kScatterChunks];
+  // A lane's keys (bin: the directed order key) and, past the row's end, no peers.
+  uint32_t bin[kScatterChunks];
+  unsigned peers[kScatterChunks];
+#pragma unroll
+  for (int w = 0; w < kCountingWarps; ++w) s.next[w][threadIdx.x] = 0;
 #pragma unroll
   for (int c = 0; c < kScatterChunks; ++c) {
     const int64_t i = warp_begin + c * 32 + lane;
-    bin[c] = i < n ? (keys[i] ^ flip) : kPastTheEnd;
-    if constexpr (kPayload == PayloadKind::kIndex) payload[c] = static_cast<uint32_t>(i);
-    if constexpr (kPayload == PayloadKind::kValue) payload[c] = i < n ? values[i] : 0;
+    bin[c] = i < n ? (keys[i] ^ flip) : 0;
   }
 #pragma unroll
-  for (int w = 0; w < kCountingWarps; ++w) s.next[w][threadIdx.x] = 0;
+  for (int c = 0; c < kScatterChunks; ++c) {
+    const bool real = warp_begin + c * 32 + lane < n;
+    peers[c] = real ? lanes_with_bin(bin[c], __ballot_sync(0xffffffffu, real)) : 0u;
+  }
   __syncthreads();
   // The warp's count of each bin: one leader (the lowest lane) a bin a chunk adds its peers.
 #pragma unroll
   for (int c = 0; c < kScatterChunks; ++c) {
-    const unsigned peers = __match_any_sync(0xffffffffu, bin[c]);
-    if (bin[c] != kPastTheEnd && (peers & lanes_before) == 0) {
-      s.next[warp][bin[c]] += __popc(peers);
+    if (peers[c] != 0 && (peers[c] & lanes_before) == 0) {
+      s.next[warp][bin[c]] += __popc(peers[c]);
     }
     __syncwarp();
   }
@@ -129,15 +145,16 @@ __global__ void __launch_bounds__(kCountingThreads)
   // Ranks: a key goes after the warp's earlier keys of its bin and its chunk's lower lanes.
 #pragma unroll
   for (int c = 0; c < kScatterChunks; ++c) {
-    const unsigned peers = __match_any_sync(0xffffffffu, bin[c]);
-    const bool real = bin[c] != kPastTheEnd;
-    if (real) {
-      const uint32_t at = s.next[warp][bin[c]] + __popc(peers & lanes_before);
-      s.payload[at] = payload[c];
+    const bool leader = peers[c] != 0 && (peers[c] & lanes_before) == 0;
+    if (peers[c] != 0) {
+      const int64_t i = warp_begin + c * 32 + lane;
+      const uint32_t at = s.next[warp][bin[c]] + __popc(peers[c] & lanes_before);
+      if constexpr (kPayload == PayloadKind::kIndex) s.payload[at] = static_cast<uint32_t>(i);
+      if constexpr (kPayload == PayloadKind::kValue) s.payload[at] = values[i];
       s.keys[at] = static_cast<uint8_t>(bin[c] ^ flip);
     }
     __syncwarp();
-    if (real && (peers & lanes_before) == 0) s.next[warp][bin[c]] += __popc(peers);
+    if (leader) s.next[warp][bin[c]] += __popc(peers[c]);
     __syncwarp();
   }
   __syncthreads();

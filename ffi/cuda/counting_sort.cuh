@@ -217,11 +217,12 @@ cudaError_t counting_sort(const SortCall& call, int32_t* workspace, int64_t work
   const int64_t tiles = ceil_div(call.length, kCountingTile);
   if (!counting_takes_tiles(call.rows, call.length, workspace_elements)) {
     const int64_t blocks = call.rows < kCountingMaxRowBlocks ? call.rows : kCountingMaxRowBlocks;
-    return launch_kernel(counting_rows_kernel<Traits>, static_cast<unsigned>(blocks), kCountingThreads,
-                         stream, keys, out, call.rows, call.length, flip);
+    return launch_kernel(counting_rows_kernel<Traits>, static_cast<unsigned>(blocks),
+                         kCountingThreads, stream, keys, out, call.rows, call.length, flip);
   }
   auto* counts = reinterpret_cast<uint32_t*>(workspace);
-  if (cudaError_t err = launch_kernel(counting_zero_kernel<Traits>, 1, kCountingThreads, stream, counts);
+  if (cudaError_t err =
+          launch_kernel(counting_zero_kernel<Traits>, 1, kCountingThreads, stream, counts);
       err != cudaSuccess) {
     return err;
   }
