@@ -29,7 +29,7 @@ namespace jax_mergepath {
 inline constexpr int kScatterChunks = int(kScatterWarpKeys / 32);  // 32 keys a chunk of a warp
 
 // The lanes of `real` whose bin equals this lane's: eight ballots, one a bit of the bin (the
-// hardware's match.any measured several times slower here).
+// hardware's match.any measured several times slower here). Every lane of the warp must call it.
 __device__ inline unsigned lanes_with_bin(uint32_t bin, unsigned real) {
   unsigned peers = real;
 #pragma unroll
@@ -106,9 +106,10 @@ __global__ void __launch_bounds__(kCountingThreads)
     bin[c] = i < n ? (keys[i] ^ flip) : 0;
   }
 #pragma unroll
-  for (int c = 0; c < kScatterChunks; ++c) {
+  for (int c = 0; c < kScatterChunks; ++c) {  // (every lane takes part in the ballots)
     const bool real = warp_begin + c * 32 + lane < n;
-    peers[c] = real ? lanes_with_bin(bin[c], __ballot_sync(0xffffffffu, real)) : 0u;
+    const unsigned peers_if_real = lanes_with_bin(bin[c], __ballot_sync(0xffffffffu, real));
+    peers[c] = real ? peers_if_real : 0u;
   }
   __syncthreads();
   // The warp's count of each bin: one leader (the lowest lane) a bin a chunk adds its peers.
