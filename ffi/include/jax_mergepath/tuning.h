@@ -540,7 +540,7 @@ constexpr bool counting_takes_tiles(int64_t rows, int64_t length, int64_t worksp
 // counts of each key in the workspace (scatter_workspace_elements).
 inline constexpr int64_t kScatterWarpKeys = 512;
 inline constexpr int64_t kScatterTile = kScatterWarpKeys * (kCountingThreads / 32);
-inline constexpr int64_t kScatterMinLength = int64_t{1} << 16;  // under kAuto (sort_grid.py)
+inline constexpr int64_t kScatterMinLength = int64_t{1} << 12;  // under kAuto (sort_grid.py)
 
 constexpr bool scatter_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   return key_bytes == 1 && payload_bytes == 4 && rows == 1 && length > kRadixShortestRow &&
