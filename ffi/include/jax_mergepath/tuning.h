@@ -575,7 +575,11 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 // H100; docs/performance.md, "Radix dispatch").
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
   if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
-  return key_bytes == 1 ? kScatterMinLength : int64_t{1} << 19;
+  if (key_bytes == 1) return kScatterMinLength;
+  // 2-byte keys with a payload from 2^18 (kernel 36.1-46.6 us radix vs 62.1-72.7 merge); keys
+  // alone win on the kernel there too (36.1-42.0 vs 53.2-60.7) but lose user-visible time to
+  // the radix path's extra launches (67.2-110.6 vs 59.6-90.1 us)
+  return key_bytes == 2 && payload_bytes > 0 ? int64_t{1} << 18 : int64_t{1} << 19;
 }
 
 constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
