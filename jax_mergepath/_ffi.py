@@ -128,8 +128,8 @@ def sort_workspace_per_row(
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
     the merge sort's bound, or, for a call of one row (`one_row`: its batch shape is static and
     holds one row) of a static length that tuning.h lets take the radix path under the current
-    sort_method(), also the radix path's exact workspace. (Batched rows never take the radix
-    path, so they never pay for its workspace.)"""
+    sort_method(), also the radix path's exact workspace. (Batched rows never need the radix
+    path's workspace, so they never pay for it.)"""
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
     if not one_row or not isinstance(length, int):
         return merge
@@ -139,11 +139,12 @@ def sort_workspace_per_row(
     return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length)))
 
 
-# How the CUDA sort runs (tuning.h SortMethod): "auto" takes CUB's radix sort where tuning.h
-# measured it faster (one 1-D row, keys alone or with a 4-byte payload), "merge" forces the
-# merge sort, "radix" the radix sort wherever it can run. Both give the same bits. Read when a
-# call is lowered, so a change reaches calls traced afterwards; for benchmarks and the
-# bit-identity tests: set JAX_MERGEPATH_SORT_METHOD or use `forced_sort_method`.
+# How the CUDA sort runs (tuning.h SortMethod): "auto" takes the radix path where tuning.h
+# measured it faster (one-byte keys' counting sort or scatter, CUB's radix sort of one row of
+# 2- or 4-byte keys), "merge" forces the merge sort, "radix" the radix path wherever it can run.
+# Both give the same bits. Read when a call is lowered, so a change reaches calls traced
+# afterwards; for benchmarks and the bit-identity tests: set JAX_MERGEPATH_SORT_METHOD or use
+# `forced_sort_method`.
 SORT_METHODS = {"auto": 0, "merge": 1, "radix": 2}
 _sort_method = os.environ.get("JAX_MERGEPATH_SORT_METHOD", "auto")
 

@@ -94,11 +94,11 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
         assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
         assert not _cpu.sort_takes_radix(1, key_bytes, carried, 1, n)
-        if counting:  # the row's 256 counts
-            assert radix == 256
+        if counting:  # the row's 256 counts, for a row longer than a tile of 2^15 keys
+            assert radix == (256 if 2**15 < n < 2**31 else 0)
             continue
         if key_bytes == 1:  # the counting scatter: 256 counts a tile of 4096 keys, 256 totals
-            assert radix == 256 * -(-n // 4096) + 256
+            assert radix == (256 * -(-n // 4096) + 256 if SHORTEST < n < 2**31 else 0)
             continue
         # counts, the lookback (256 int32 a tile of <= 2^28 keys, tiles of >= 3840 keys), bins
         portions = n // 2**27 + 1
@@ -128,6 +128,25 @@ def test_batched_rows_pay_no_radix_workspace():
     assert per_row < _cpu.radix_workspace_elements(4, 0, 4096) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
+
+
+@pytest.mark.parametrize(
+    "fn, payload, carried, n",
+    [(jmp.sort, 0, 0, 2**15 + 1), (jmp.argsort, 1, 4, 2**15 + 1), (jmp.argsort, 1, 4, 12293)],
+)
+def test_one_byte_rows_get_the_counting_workspace(fn, payload, carried, n):
+    # One row of one-byte keys under the radix method: the lowering gives the counting sort its
+    # 256 counts (a row longer than a tile) and the counting scatter its 256 a tile + 256, so the
+    # GPU takes those paths (they decline, for the merge sort, with less).
+    x = jnp.zeros((n,), jnp.uint8)
+    with _ffi.forced_sort_method("radix"):
+        text = jax.export.export(
+            jax.jit(fn), platforms=["cuda"], disabled_checks=_ffi.export_disabled_checks()
+        )(x).mlir_module()
+        need = _cpu.radix_workspace_elements(1, carried, n)
+        merge = _ffi.sort_workspace_per_row(1, payload, 4, n)
+        assert need > merge, (fn, need, merge)
+        assert f"tensor<{need}xi32>" in text, fn
 
 
 # ----------------------------------------------------------------------------- CPU radix path
@@ -243,9 +262,10 @@ ONE_BYTE = [np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)]
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
 def test_counting_sort_rows_and_tiles(rng, dtype, descending):
     # One-byte keys alone (tuning.h counting path): a block a row (batched rows, short rows, one
-    # row without workspace) and tiles (one row longer than a tile); row lengths that leave
-    # every row start unaligned; runs of equal keys (a word of one key), few keys, one key. One
-    # row with positions or values: the counting scatter.
+    # row of up to a tile), tiles (one row longer than a tile) and the merge sort for a few rows
+    # longer than a tile (counting_shape declines); row lengths that leave every row start
+    # unaligned; runs of equal keys (a word of one key), few keys, one key. One row with
+    # positions or values: the counting scatter.
     shapes = [(3,), (300,), (7, 33), (257, 300), (5, 5001), (2, 70001), (2**15 + 1,),
               (3 * 2**15 - 5,), (2**20 + 3,)]
     patterns = ("random", "few", "equal", "sorted")
@@ -267,7 +287,17 @@ def test_counting_sort_rows_and_tiles(rng, dtype, descending):
             values = np.arange(shape[0], dtype=np.float32) * np.float32(0.5)
             _same_three_ways(lambda a, v: jmp.sort_by_key(a, v, descending=descending), x,
                              values, what=f"sort_by_key {what}")
-    # rows strided over the grid (more rows than tuning.h kCountingMaxRowBlocks)
-    x = random_keys(rng, dtype, (2**16 + 3, 4), "random")
-    got = _run("radix", lambda a: jmp.sort(a, descending=descending), x)
-    assert_bits_equal(got, ref_jnp_sort(x, -1, descending), "rows strided")
+    # rows strided over the grid (more rows than tuning.h kCountingMaxRowBlocks), and many
+    # rows longer than a tile (kCountingManyRows: a block a row)
+    for shape in [(2**16 + 3, 4), (128, 2**15 + 3)]:
+        x = random_keys(rng, dtype, shape, "random")
+        got = _run("radix", lambda a: jmp.sort(a, descending=descending), x)
+        assert_bits_equal(got, ref_jnp_sort(x, -1, descending), f"rows {shape}")
+
+
+@gpu
+def test_counting_scatter_scans_many_tiles(rng):
+    # More than 2048 tiles of 4096 keys: the scan of a bin's tile counts takes several rounds.
+    x = random_keys(rng, np.uint8, (2**23 + 4097,), "random")
+    idx = _same_three_ways(lambda a: jmp.argsort(a), x, what="argsort 2^23 + 4097")
+    np.testing.assert_array_equal(idx, np_argsort(x, -1, False))

@@ -3,7 +3,7 @@
 // each repeated as often as it occurs in the row. Equal one-byte integer keys have equal bits, so
 // the output is the stable merge sort's, bit for bit. Two shapes:
 //   * a block a row (counting_rows_kernel): the block counts its row in shared memory, scans the
-//     counts and writes the row; for every call (no workspace needed);
+//     counts and writes the row (no workspace needed): rows of up to a tile, or many rows;
 //   * tiles, for one row longer than a tile with kCountingBins int32 of workspace: zero the
 //     row's counts (workspace), add every tile's counts to them (counting_tile_kernel), then
 //     every tile scans them and writes its part of the row (counting_fill_kernel).
@@ -207,15 +207,20 @@ __global__ void __launch_bounds__(kCountingThreads)
 // The counting path of a sort (see the top) with the one-byte keys' Traits (U8Key; the kernels
 // are templates so that every translation unit may include this header). `workspace` /
 // `workspace_elements`: the call's int32 workspace; the tiled shape needs kCountingBins of it.
+// *taken = false (nothing enqueued) where tuning.h counting_shape declines: the caller
+// merge-sorts.
 template <typename Traits>
 cudaError_t counting_sort(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, bool* taken) {
   static_assert(sizeof(typename Traits::Bits) == 1 && Traits::kind == KeyKind::kUnsigned);
+  const CountingShape shape = counting_shape(call.rows, call.length, workspace_elements);
+  *taken = shape != CountingShape::kDecline;
+  if (!*taken) return cudaSuccess;
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const uint8_t*>(call.keys);
   auto* out = static_cast<uint8_t*>(call.out_keys);
   const int64_t tiles = ceil_div(call.length, kCountingTile);
-  if (!counting_takes_tiles(call.rows, call.length, workspace_elements)) {
+  if (shape == CountingShape::kRowBlocks) {
     const int64_t blocks = call.rows < kCountingMaxRowBlocks ? call.rows : kCountingMaxRowBlocks;
     return launch_kernel(counting_rows_kernel<Traits>, static_cast<unsigned>(blocks),
                          kCountingThreads, stream, keys, out, call.rows, call.length, flip);

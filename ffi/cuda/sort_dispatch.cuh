@@ -2,7 +2,7 @@
 // entry sort_cuda in sort_cuda.cu; instantiated in ffi/cuda/instances/). All on `stream`,
 // no allocation, no host sync (graph-safe). Where tuning.h sort_takes_radix says, the radix path
 // runs instead (one-byte keys: counting_sort.cuh alone, counting_scatter.cuh with a payload;
-// else radix_sort.cuh; the last two decline for want of workspace); otherwise:
+// else radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
 //      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
 //      are checked by the block sort itself (a block of sorted rows skips its sort);
@@ -91,7 +91,9 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
   if constexpr (counting_possible(kKeyBytes, kCarriedBytes, 1)) {
     if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      return counting_sort<Traits>(call, splits, splits_elements, stream);
+      bool taken = false;
+      const cudaError_t err = counting_sort<Traits>(call, splits, splits_elements, stream, &taken);
+      if (err != cudaSuccess || taken) return err;
     }
   } else if constexpr (scatter_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
     if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length) &&

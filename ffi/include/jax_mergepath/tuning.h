@@ -504,8 +504,9 @@ constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, Payl
 // where radix_possible, else the merge sort), for benchmarks and the bit-identity tests.
 enum class SortMethod : int { kAuto = 0, kMerge = 1, kRadix = 2 };
 
-// Rows no longer than this never take the radix path (their workspace stays the merge sort's,
-// which batched short rows rely on).
+// Rows no longer than this never take CUB's radix sort or the counting scatter (their workspace
+// stays the merge sort's, which batched short rows rely on; one-byte keys alone are counted from
+// kCountingMinLength, needing workspace only for one row longer than a tile).
 inline constexpr int64_t kRadixShortestRow = 1024;
 
 // Keys an encode block of the radix path handles (radix_sort.cuh): threads x items; it counts
@@ -517,12 +518,16 @@ inline constexpr int64_t kRadixEncodeTile = int64_t{kRadixEncodeThreads} * kRadi
 // Keys of one byte alone (bool, int8, uint8) take the radix path as a counting sort
 // (ffi/cuda/counting_sort.cuh): a row's output is its 256 directed order keys, each repeated as
 // often as it occurs, bit-identical to the merge sort (equal one-byte integer keys have equal
-// bits). Rows of any count; a block a row, or, for one row longer than a tile with
-// kCountingBins int32 of workspace (its counts), tiles of kCountingTile keys over the grid.
+// bits). Rows of any count (counting_shape): a block a row, or, for one row longer than a tile
+// with kCountingBins int32 of workspace (its counts), tiles of kCountingTile keys over the grid.
 inline constexpr int kCountingBins = 256;
 inline constexpr int kCountingThreads = 256;  // a thread a bin
 inline constexpr int64_t kCountingTile = int64_t{1} << 15;
 inline constexpr int64_t kCountingMaxRowBlocks = int64_t{1} << 16;  // then rows stride the grid
+// Rows longer than a tile go a block a row only when there are this many (one SM's block reads
+// ~16 KB in flight: tens of GB/s, so fewer long rows would leave the GPU idle; unmeasured, and
+// the merge sort keeps them, as before the counting sort).
+inline constexpr int64_t kCountingManyRows = 128;
 // Rows from this length take it under kAuto (perf/sort_grid.py, docs/performance.md).
 inline constexpr int64_t kCountingMinLength = 256;
 
@@ -530,8 +535,14 @@ constexpr bool counting_possible(int key_bytes, int payload_bytes, int64_t lengt
   return key_bytes == 1 && payload_bytes == 0 && length < (int64_t{1} << 31);
 }
 
-constexpr bool counting_takes_tiles(int64_t rows, int64_t length, int64_t workspace_elements) {
-  return rows == 1 && length > kCountingTile && workspace_elements >= kCountingBins;
+// How the counting sort runs a call, given the workspace the handler has: a block a row, tiles,
+// or not at all (the merge sort then).
+enum class CountingShape { kRowBlocks, kTiles, kDecline };
+
+constexpr CountingShape counting_shape(int64_t rows, int64_t length, int64_t workspace_elements) {
+  if (length <= kCountingTile || rows >= kCountingManyRows) return CountingShape::kRowBlocks;
+  if (rows == 1 && workspace_elements >= kCountingBins) return CountingShape::kTiles;
+  return CountingShape::kDecline;
 }
 
 // One row of one-byte keys with a 4-byte payload (argsort's positions, 4-byte values) takes the
@@ -612,8 +623,10 @@ constexpr int64_t radix_count_elements(int64_t n) {
 }
 
 constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t n) {
-  if (counting_possible(key_bytes, payload_bytes, n)) return kCountingBins;
-  if (key_bytes == 1) return scatter_workspace_elements(n);
+  if (counting_possible(key_bytes, payload_bytes, n)) return n > kCountingTile ? kCountingBins : 0;
+  if (key_bytes == 1) {
+    return scatter_possible(1, payload_bytes, 1, n) ? scatter_workspace_elements(n) : 0;
+  }
   const int64_t portions = n / kRadixPortionAtLeast + 1;
   const int64_t portion_keys = n < (int64_t{1} << 28) ? n : (int64_t{1} << 28);
   const int64_t tiles = portion_keys / kRadixMinOnesweepTile + 1;
