@@ -6,7 +6,8 @@
 //     counts and writes the row (no workspace needed): rows of up to a tile, or many rows;
 //   * tiles, for one row longer than a tile with kCountingBins int32 of workspace: zero the
 //     row's counts (workspace), add every tile's counts to them (counting_tile_kernel), then
-//     every tile scans them and writes its part of the row (counting_fill_kernel).
+//     every tile scans them and writes its part of the row (counting_fill_kernel);
+// otherwise (a few rows longer than a tile; tuning.h counting_shape) the merge sort runs.
 // Reads and writes go by aligned 16-byte words, the unaligned ends of a row byte by byte. All on
 // `stream`, no allocation, no host sync (graph-safe).
 #pragma once
@@ -33,8 +34,8 @@ struct CountingShared {
   typename cub::BlockScan<uint32_t, kCountingThreads>::TempStorage scan;
 };
 
-// The row segment [begin, end) of `p` as a head of bytes up to a 16-byte boundary, aligned
-// 16-byte words, and a tail of bytes; f_byte(i) / f_word(i) get offsets from p.
+// The segment [begin, end) of a row at `p` (offsets from p) as a head of bytes up to a 16-byte
+// boundary, aligned 16-byte words, and a tail of bytes.
 struct AlignedSplit {
   int64_t head_end, words_end;  // [begin, head_end) bytes, [head_end, words_end) words
 };
