@@ -23,6 +23,7 @@
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
 #include "jax_mergepath/tuning.h"
+#include "scan_in_place.cuh"
 
 namespace jax_mergepath {
 
@@ -44,34 +45,15 @@ __device__ inline unsigned lanes_with_bin(uint32_t bin, unsigned real) {
 using CountScan = cub::BlockScan<uint32_t, kCountingThreads>;
 
 // Block blockIdx.x = bin: counts[bin][0, tiles) -> exclusive prefixes; totals[bin] <- the sum.
-// A thread takes kScanItems consecutive tiles a round.
 template <typename Traits>
 __global__ void __launch_bounds__(kCountingThreads)
     scatter_scan_kernel(uint32_t* counts, int64_t tiles, uint32_t* totals) {
-  constexpr int kScanItems = 8;
+  constexpr int kScanItems = 8;  // consecutive tiles a thread a round
   __shared__ typename CountScan::TempStorage scan;
   grid_prologue();
-  uint32_t* row = counts + int64_t{blockIdx.x} * tiles;
-  uint32_t carry = 0;
-  for (int64_t start = 0; start < tiles; start += int64_t{kCountingThreads} * kScanItems) {
-    const int64_t first = start + int64_t{threadIdx.x} * kScanItems;
-    uint32_t own[kScanItems], sum = 0;
-#pragma unroll
-    for (int j = 0; j < kScanItems; ++j) {
-      own[j] = first + j < tiles ? row[first + j] : 0;
-      sum += own[j];
-    }
-    uint32_t before, round_total;
-    CountScan(scan).ExclusiveSum(sum, before, round_total);
-#pragma unroll
-    for (int j = 0; j < kScanItems; ++j) {
-      if (first + j < tiles) row[first + j] = carry + before;
-      before += own[j];
-    }
-    carry += round_total;
-    __syncthreads();  // (scan is reused)
-  }
-  if (threadIdx.x == 0) totals[blockIdx.x] = carry;
+  const uint32_t total = scan_in_place<uint32_t, kCountingThreads, kScanItems>(
+      counts + int64_t{blockIdx.x} * tiles, tiles, scan);
+  if (threadIdx.x == 0) totals[blockIdx.x] = total;
 }
 
 struct ScatterShared {
@@ -169,12 +151,16 @@ __global__ void __launch_bounds__(kCountingThreads)
   }
 }
 
-// The counting scatter of a sort (see the top). `workspace`: scatter_workspace_elements(n).
+// The counting scatter of a sort (see the top); *taken = false (nothing enqueued) where the
+// workspace holds fewer than scatter_workspace_elements(n): the caller merge-sorts.
 template <typename Traits, PayloadKind kPayload>
-cudaError_t counting_scatter(const SortCall& call, int32_t* workspace, cudaStream_t stream) {
+cudaError_t counting_scatter(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
+                             cudaStream_t stream, bool* taken) {
   static_assert(sizeof(typename Traits::Bits) == 1 && Traits::kind == KeyKind::kUnsigned);
   static_assert(kPayload != PayloadKind::kNone);
   const int64_t n = call.length;
+  *taken = workspace_elements >= scatter_workspace_elements(n);
+  if (!*taken) return cudaSuccess;
   const int64_t tiles = ceil_div(n, kScatterTile);
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const uint8_t*>(call.keys);

@@ -220,12 +220,12 @@ cudaError_t counting_sort(const SortCall& call, int32_t* workspace, int64_t work
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const uint8_t*>(call.keys);
   auto* out = static_cast<uint8_t*>(call.out_keys);
-  const int64_t tiles = ceil_div(call.length, kCountingTile);
   if (shape == CountingShape::kRowBlocks) {
     const int64_t blocks = call.rows < kCountingMaxRowBlocks ? call.rows : kCountingMaxRowBlocks;
     return launch_kernel(counting_rows_kernel<Traits>, static_cast<unsigned>(blocks),
                          kCountingThreads, stream, keys, out, call.rows, call.length, flip);
   }
+  const int64_t tiles = ceil_div(call.length, kCountingTile);
   auto* counts = reinterpret_cast<uint32_t*>(workspace);
   if (cudaError_t err =
           launch_kernel(counting_zero_kernel<Traits>, 1, kCountingThreads, stream, counts);

@@ -28,6 +28,7 @@
 #include "jax_mergepath/ordering.h"
 #include "jax_mergepath/tuning.h"
 #include "radix_cub.h"
+#include "scan_in_place.cuh"
 
 namespace jax_mergepath {
 
@@ -97,22 +98,12 @@ inline constexpr int kRadixScanThreads = 1024;
 
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts) {
-  using Scan = cub::BlockScan<int32_t, kThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ typename cub::BlockScan<int32_t, kThreads>::TempStorage scan_storage;
   grid_prologue();
   int32_t* const arrays[3] = {counts.nan, counts.zero, counts.negative};
   for (int32_t* array : arrays) {
-    int32_t carry = 0;
-    for (int64_t start = 0; start < counts.blocks; start += kThreads) {
-      const int64_t i = start + threadIdx.x;
-      const int32_t own = i < counts.blocks ? array[i] : 0;
-      int32_t before, chunk_total;
-      Scan(scan_storage).ExclusiveSum(own, before, chunk_total);
-      if (i < counts.blocks) array[i] = carry + before;
-      carry += chunk_total;
-      __syncthreads();  // (scan_storage is reused)
-    }
-    if (threadIdx.x == 0) array[counts.blocks] = carry;
+    const int32_t total = scan_in_place<int32_t, kThreads, 1>(array, counts.blocks, scan_storage);
+    if (threadIdx.x == 0) array[counts.blocks] = total;
   }
 }
 
@@ -194,7 +185,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   *taken = false;
   const int64_t n = call.length;
   const int64_t count_elements = radix_count_elements(n);
-  if (call.rows != 1 || n >= (int64_t{1} << 31) || workspace_elements < count_elements) {
+  if (call.rows != 1 || n >= kRadixRowLimit || workspace_elements < count_elements) {
     return cudaSuccess;
   }
   constexpr bool kPairs = kPayload != PayloadKind::kNone;

@@ -89,25 +89,18 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
   using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
-  if constexpr (counting_possible(kKeyBytes, kCarriedBytes, 1)) {
-    if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      bool taken = false;
-      const cudaError_t err = counting_sort<Traits>(call, splits, splits_elements, stream, &taken);
-      if (err != cudaSuccess || taken) return err;
+  if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
+    // (each path compiled only for the widths it takes: CUB's alone have instances)
+    bool taken = false;
+    cudaError_t err = cudaSuccess;
+    if constexpr (counting_possible(kKeyBytes, kCarriedBytes, 1)) {
+      err = counting_sort<Traits>(call, splits, splits_elements, stream, &taken);
+    } else if constexpr (scatter_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
+      err = counting_scatter<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
+    } else if constexpr (cub_radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
+      err = radix_sort<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
     }
-  } else if constexpr (scatter_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
-    if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length) &&
-        splits_elements >= scatter_workspace_elements(call.length)) {
-      return counting_scatter<Traits, kPayload>(call, splits, stream);
-    }
-  } else if constexpr (cub_radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
-    // (compiled only for the widths cub_radix_possible takes: they alone have CUB instances)
-    if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      bool taken = false;
-      const cudaError_t err =
-          radix_sort<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
-      if (err != cudaSuccess || taken) return err;
-    }
+    if (err != cudaSuccess || taken) return err;
   }
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)

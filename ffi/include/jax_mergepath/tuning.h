@@ -508,6 +508,9 @@ enum class SortMethod : int { kAuto = 0, kMerge = 1, kRadix = 2 };
 // stays the merge sort's, which batched short rows rely on; one-byte keys alone are counted from
 // kCountingMinLength, needing workspace only for one row longer than a tile).
 inline constexpr int64_t kRadixShortestRow = 1024;
+// Rows on the radix path are shorter than this (CUB's int and the counting paths' uint32
+// counts and positions).
+inline constexpr int64_t kRadixRowLimit = int64_t{1} << 31;
 
 // Keys an encode block of the radix path handles (radix_sort.cuh): threads x items; it counts
 // its float keys' classes (NaN, zero, negative) for the fix-up.
@@ -532,7 +535,7 @@ inline constexpr int64_t kCountingManyRows = 128;
 inline constexpr int64_t kCountingMinLength = 256;
 
 constexpr bool counting_possible(int key_bytes, int payload_bytes, int64_t length) {
-  return key_bytes == 1 && payload_bytes == 0 && length < (int64_t{1} << 31);
+  return key_bytes == 1 && payload_bytes == 0 && length < kRadixRowLimit;
 }
 
 // How the counting sort runs a call, given the workspace the handler has: a block a row, tiles,
@@ -555,7 +558,7 @@ inline constexpr int64_t kScatterMinLength = int64_t{1} << 12;  // under kAuto (
 
 constexpr bool scatter_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   return key_bytes == 1 && payload_bytes == 4 && rows == 1 && length > kRadixShortestRow &&
-         length < (int64_t{1} << 31);
+         length < kRadixRowLimit;
 }
 
 // int32 elements: the tiles' counts (a bin's tiles consecutive), then the bins' totals.
@@ -570,7 +573,7 @@ constexpr int64_t scatter_workspace_elements(int64_t n) {
 // would cost build time.
 constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows,
                                   int64_t length) {
-  return rows == 1 && length > kRadixShortestRow && length < (int64_t{1} << 31) &&
+  return rows == 1 && length > kRadixShortestRow && length < kRadixRowLimit &&
          (payload_bytes == 0 || payload_bytes == 4) && (key_bytes == 2 || key_bytes == 4);
 }
 
