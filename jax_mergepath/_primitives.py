@@ -261,10 +261,12 @@ sort_p.def_abstract_eval(_sort_abstract_eval)
 sort_p.def_impl(_eager_impl(sort_p))
 
 
-def _sort_workspace(ctx, payload: int) -> list:
-    """Spare keys and payload (the passes' ping-pong halves) and one flag byte a row."""
+def _sort_workspace(ctx, payload: int, spare_keys_empty: bool = False) -> list:
+    """Spare keys (empty where the CUDA sort takes the direct radix sort) and payload (the
+    passes' ping-pong halves) and one flag byte a row."""
     keys = ctx.avals_in[0]
-    spare = [ShapedArray(keys.shape, keys.dtype)]
+    spare_shape = (*keys.shape[:-1], 0) if spare_keys_empty else keys.shape
+    spare = [ShapedArray(spare_shape, keys.dtype)]
     if payload != Payload.NONE:
         spare.append(ctx.avals_out[1])
     return [*spare, ShapedArray((*keys.shape[:-1], 1), np.uint8)]
@@ -283,12 +285,12 @@ def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     keys = ctx.avals_in[0]
     batch = keys.shape[:-1]
     one_row = all(isinstance(d, int) for d in batch) and math.prod(batch) == 1
-    per_row = _ffi.sort_workspace_per_row(
-        keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1],
-        one_row=one_row,
-    )
+    shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
+    integer_keys = keys.dtype.kind in "biu"
+    per_row = _ffi.sort_workspace_per_row(*shape, one_row=one_row, integer_keys=integer_keys)
+    no_spare = _ffi.sort_spare_keys_empty(*shape, one_row=one_row, integer_keys=integer_keys)
     splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
-    workspace = (*_sort_workspace(ctx, payload), splits)
+    workspace = (*_sort_workspace(ctx, payload, no_spare), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
         descending=descending, payload=np.int64(payload), method=np.int64(_ffi.sort_method()),

@@ -125,13 +125,16 @@ def sort_cases(rng: np.random.Generator) -> None:
 
 
 def radix_cases(rng: np.random.Generator) -> None:
-    """The radix path (tuning.h): CUB's with a float fix-up; one-byte keys' counting sort, a
-    block a row and in tiles (one long row; unaligned rows), and counting scatter."""
+    """The radix path (tuning.h): CUB's with a float fix-up, CUB's direct with a reversal;
+    one-byte keys' counting sort, a block a row and in tiles (one long row; unaligned rows), and
+    counting scatter."""
     with _ffi.forced_sort_method("radix"):
         f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
         f[::97] = -0.0
         want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
         check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
+        i = rng.integers(-(2**31), 2**31 - 1, 3 * 4096 + 5).astype(np.int32)  # (direct)
+        check(jmp.sort(i, descending=True), np.sort(i)[::-1], "radix direct")
         for shape in [(5, 5001), (3 * 2**15 + 9,)]:
             b = rng.integers(-128, 128, shape).astype(np.int8)
             check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")

@@ -84,12 +84,31 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
     for n in (SHORTEST, SHORTEST + 1, 2**18, 2**20 + 1, 2**27 + 5, 2**31 - 1):
         merge = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
         assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
-        radix = _cpu.radix_workspace_elements(key_bytes, carried, n)
+        radix = _cpu.radix_workspace_elements(key_bytes, carried, n, False)
+        direct = _cpu.radix_workspace_elements(key_bytes, carried, n, True)
         for method in ("auto", "merge", "radix"):
+            code = _ffi.SORT_METHODS[method]
             with _ffi.forced_sort_method(method):
                 one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
-            takes = _cpu.sort_takes_radix(_ffi.SORT_METHODS[method], key_bytes, carried, 1, n)
+                one_int = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True,
+                                                      integer_keys=True)
+                empty = _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=True,
+                                                   integer_keys=True)
+                assert not _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=False,
+                                                      integer_keys=True)
+                assert not _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=True,
+                                                      integer_keys=False)
+            takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n)
             assert one == (max(merge, radix) if takes else merge), (method, n)
+            assert one_int == (max(merge, direct) if takes else merge), (method, n)
+            # the direct sort: integer keys of 2 or 4 bytes alone, wherever the radix path runs
+            assert empty == (takes and carried == 0 and key_bytes in (2, 4)), (method, n)
+            assert empty == _cpu.sort_takes_direct_radix(code, True, key_bytes, carried, 1, n)
+        if key_bytes in (2, 4) and carried == 0:  # CUB's spare keys on top, no class counts
+            cub = radix - _cpu.radix_count_elements(n)
+            assert n * key_bytes / 4 < direct <= cub + n * key_bytes // 4 + 65
+        else:
+            assert direct == radix
         counting = key_bytes == 1 and carried == 0
         radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
         assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
@@ -125,9 +144,36 @@ def test_batched_rows_pay_no_radix_workspace():
         batched = exported(x).mlir_module()
         single = exported(x[0]).mlir_module()
         one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, one_row=True)
-    assert per_row < _cpu.radix_workspace_elements(4, 0, 4096) <= one
+    assert per_row < _cpu.radix_workspace_elements(4, 0, 4096, False) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint16", "float32", "int8"])
+def test_direct_radix_sort_gets_the_spare_keys_in_its_workspace(dtype):
+    # One row of 2- or 4-byte integer keys alone on the radix path: the lowering leaves the
+    # sort's spare keys empty and gives CUB's spare keys room in the workspace (so the call
+    # holds one spare array, as every sort); other keys, batched rows and the forced merge sort
+    # keep theirs.
+    n = 2**20
+    x = jnp.zeros((n,), dtype)
+    itemsize = x.dtype.itemsize
+    direct = x.dtype.kind in "iu" and itemsize in (2, 4)
+    for method in ("auto", "merge"):
+        with _ffi.forced_sort_method(method):  # (a fresh function: lowerings are cached)
+            exported = jax.export.export(
+                jax.jit(lambda a: jmp.sort(a, descending=True)), platforms=["cuda"],
+                disabled_checks=_ffi.export_disabled_checks(),
+            )
+            text = exported(x).mlir_module()
+            rows = exported(jnp.zeros((2, n // 2), dtype)).mlir_module()
+        empty = direct and method == "auto"
+        letter = {"int32": "i32", "uint16": "ui16", "float32": "f32", "int8": "i8"}[dtype]
+        assert (f"tensor<0x{letter}>" in text) == empty, (method, text[:3000])
+        assert "tensor<2x0x" not in rows
+        if empty:
+            need = _cpu.radix_workspace_elements(itemsize, 0, n, True)
+            assert f"tensor<{need}xi32>" in text
 
 
 @pytest.mark.parametrize(
@@ -143,7 +189,7 @@ def test_one_byte_rows_get_the_counting_workspace(fn, payload, carried, n):
         text = jax.export.export(
             jax.jit(fn), platforms=["cuda"], disabled_checks=_ffi.export_disabled_checks()
         )(x).mlir_module()
-        need = _cpu.radix_workspace_elements(1, carried, n)
+        need = _cpu.radix_workspace_elements(1, carried, n, False)
         merge = _ffi.sort_workspace_per_row(1, payload, 4, n)
         assert need > merge, (fn, need, merge)
         assert f"tensor<{need}xi32>" in text, fn
@@ -185,15 +231,16 @@ gpu = pytest.mark.requires_gpu
 
 @gpu
 @pytest.mark.parametrize("key_bytes", [2, 4])
-@pytest.mark.parametrize("payload", [False, True])
-def test_cub_temp_storage_within_the_bound(key_bytes, payload):
+@pytest.mark.parametrize("payload, direct", [(False, False), (True, False), (False, True)])
+def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
     from jax_mergepath import _cuda
 
     carried = 4 if payload else 0
     for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
-        need = _cuda.radix_temp_bytes(key_bytes, payload, n)
-        have = 4 * (_cpu.radix_workspace_elements(key_bytes, carried, n)
-                    - _cpu.radix_count_elements(n))
+        need = _cuda.radix_temp_bytes(key_bytes, payload, direct, n)
+        have = 4 * _cpu.radix_workspace_elements(key_bytes, carried, n, direct)
+        if not direct:
+            have -= 4 * _cpu.radix_count_elements(n)
         assert need <= have, (n, need, have)
 
 

@@ -1,6 +1,7 @@
-// radix_cub.cuh: the definition of cub_radix_sort (radix_cub.h) over cub::DeviceRadixSort with
-// DoubleBuffers (no extra key or value buffer in the temporary storage: tuning.h
-// radix_workspace_elements bounds the rest). Included only by ffi/cuda/instances/radix_*.cu.
+// radix_cub.cuh: the definitions of radix_cub.h's calls over cub::DeviceRadixSort: DoubleBuffers
+// (no extra key or value buffer in the temporary storage) or, direct, out of place (one extra key
+// buffer); tuning.h radix_workspace_elements bounds either. Included only by
+// ffi/cuda/instances/radix_*.cu.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -10,7 +11,7 @@
 namespace jax_mergepath {
 
 template <typename Bits, bool kPairs>
-cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int n,
+cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int64_t n,
                            int end_bit, cudaStream_t stream) {
   cub::DoubleBuffer<Bits> keys(buffers.keys[0], buffers.keys[1]);
   cudaError_t err;
@@ -18,11 +19,19 @@ cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& b
     err = cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys, n, 0, end_bit, stream);
   } else {
     cub::DoubleBuffer<uint32_t> values(buffers.values[0], buffers.values[1]);
-    err = cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, keys, values, n, 0, end_bit, stream);
+    err = cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, keys, values, static_cast<int>(n), 0,
+                                          end_bit, stream);
     buffers.value_side = values.selector;
   }
   buffers.key_side = keys.selector;
   return err;
+}
+
+template <typename Key>
+cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* in, Key* out,
+                                  int64_t n, cudaStream_t stream) {
+  return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, in, out, n, 0, 8 * int(sizeof(Key)),
+                                        stream);
 }
 
 }  // namespace jax_mergepath

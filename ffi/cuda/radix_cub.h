@@ -1,12 +1,17 @@
-// radix_cub.h: the radix path's one call into CUB (radix_sort.cuh): a stable LSD radix sort of
-// n unsigned order keys, bits [0, end_bit), with 4-byte values alongside (kPairs) or none
-// (buffers.values unused), ping-ponging
-// between keys[0] / keys[1] (values[0] / values[1]); the sorted data ends in keys[*key_side]
-// (values[*value_side]). With temp == nullptr it only writes CUB's temporary storage size to
-// *temp_bytes (host arithmetic, no launch). Enqueued on `stream`; CUB allocates nothing here
-// (the caller's temp) and syncs nothing (graph-safe). Instantiated per key width in
-// ffi/cuda/instances/radix_*.cu (radix_cub.cuh) for the widths and kPairs that tuning.h
-// cub_radix_possible admits (one-byte keys alone are the counting sort's: no instance).
+// radix_cub.h: the radix path's calls into CUB (radix_sort.cuh), stable LSD radix sorts of one
+// row of n keys, enqueued on `stream`; CUB allocates nothing here (the caller's temp) and syncs
+// nothing (graph-safe). With temp == nullptr each only writes CUB's temporary storage size to
+// *temp_bytes (host arithmetic, no launch).
+//   cub_radix_sort: n unsigned order keys, bits [0, end_bit), with 4-byte values alongside
+//     (kPairs) or none (buffers.values unused), ping-ponging between keys[0] / keys[1]
+//     (values[0] / values[1]); the sorted data ends in keys[*key_side] (values[*value_side]).
+//   cub_radix_sort_direct: n integer keys of their own type Key (signed or unsigned), ascending,
+//     from `in` (never written) into `out`, CUB's spare key buffer inside temp.
+// Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
+// measured fastest (docs/performance.md, "Radix dispatch"); both forms of a key type alone share
+// its kernels. Instantiated per key width in ffi/cuda/instances/radix_*.cu (radix_cub.cuh) for the
+// widths and kPairs that tuning.h cub_radix_possible admits (one-byte keys alone are the counting
+// sort's: no instance).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,7 +29,11 @@ struct RadixBuffers {
 };
 
 template <typename Bits, bool kPairs>
-cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int n,
+cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int64_t n,
                            int end_bit, cudaStream_t stream);
+
+template <typename Key>
+cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* in, Key* out,
+                                  int64_t n, cudaStream_t stream);
 
 }  // namespace jax_mergepath

@@ -1,7 +1,10 @@
 // radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
 // byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
-// payload, sorted by CUB's onesweep radix sort of the keys' directed order keys
-// (ordering.h), bit-identical to the merge sort:
+// payload, sorted by CUB's onesweep radix sort.
+// Integer keys alone go direct (radix_sort_direct, tuning.h radix_direct): CUB sorts them as
+// their own type from the input into the output, the workspace holding its temporary storage
+// (with its spare key buffer); descending, the result is then reversed in place.
+// Other calls sort the keys' directed order keys (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
 //      their NaN, zero and negative keys;
@@ -22,6 +25,7 @@
 
 #include <cstdint>
 #include <cub/block/block_scan.cuh>
+#include <type_traits>
 
 #include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
@@ -175,6 +179,53 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   }
 }
 
+// x[i] <-> x[n - 1 - i] for i < n / 2: a block a tile of the first half.
+template <typename Bits>
+__global__ void __launch_bounds__(kRadixEncodeThreads) reverse_kernel(Bits* x, int64_t n) {
+  grid_prologue();
+  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+#pragma unroll 4
+  for (int j = 0; j < kRadixEncodeItems; ++j) {
+    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
+    if (i < n / 2) {
+      const Bits low = x[i];
+      x[i] = x[n - 1 - i];
+      x[n - 1 - i] = low;
+    }
+  }
+}
+
+// The direct radix sort (see the top) of integer keys alone, the key type's own (signed or
+// unsigned) CUB instance; *taken = false (nothing enqueued) where CUB needs more temporary
+// storage than the workspace holds.
+template <typename Traits>
+cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
+                              cudaStream_t stream, bool* taken) {
+  using Bits = typename Traits::Bits;
+  using Signed = std::make_signed_t<Bits>;
+  *taken = false;
+  const int64_t n = call.length;
+  const bool is_signed = is_signed_integer(call.key_type);
+  auto sort = [&](void* temp, size_t* bytes) {
+    return is_signed ? cub_radix_sort_direct<Signed>(temp, bytes,
+                                                     static_cast<const Signed*>(call.keys),
+                                                     static_cast<Signed*>(call.out_keys), n, stream)
+                     : cub_radix_sort_direct<Bits>(temp, bytes, static_cast<const Bits*>(call.keys),
+                                                   static_cast<Bits*>(call.out_keys), n, stream);
+  };
+  size_t need = 0;
+  if (cudaError_t err = sort(nullptr, &need); err != cudaSuccess) return err;
+  size_t have = static_cast<size_t>(workspace_elements) * sizeof(int32_t);
+  if (need > have) return cudaSuccess;
+  *taken = true;
+  if (cudaError_t err = sort(workspace, &have); err != cudaSuccess) return err;
+  if (!call.descending) return cudaSuccess;
+  const auto blocks = static_cast<unsigned>(ceil_div(n / 2, kRadixEncodeTile));
+  if (blocks == 0) return cudaSuccess;
+  return launch_kernel(reverse_kernel<Bits>, blocks, kRadixEncodeThreads, stream,
+                       static_cast<Bits*>(call.out_keys), n);
+}
+
 // The radix path of a sort (see the top); *taken = false (and nothing enqueued) where CUB needs
 // more temporary storage than the workspace holds.
 template <typename Traits, PayloadKind kPayload>
@@ -184,10 +235,17 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   constexpr bool kFloat = Traits::kind == KeyKind::kFloat;
   *taken = false;
   const int64_t n = call.length;
-  const int64_t count_elements = radix_count_elements(n);
-  if (call.rows != 1 || n >= kRadixRowLimit || workspace_elements < count_elements) {
-    return cudaSuccess;
+  if (call.rows != 1 || n >= kRadixRowLimit) return cudaSuccess;
+  if constexpr (radix_direct(!kFloat, int(sizeof(Bits)), kPayload == PayloadKind::kNone ? 0 : 4)) {
+    if (cudaError_t err = radix_sort_direct<Traits>(call, workspace, workspace_elements, stream,
+                                                    taken);
+        err != cudaSuccess || *taken) {
+      return err;
+    }
+    if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (the bound held short)
   }
+  const int64_t count_elements = radix_count_elements(n);
+  if (workspace_elements < count_elements) return cudaSuccess;
   constexpr bool kPairs = kPayload != PayloadKind::kNone;
   auto* const out_keys = static_cast<Bits*>(call.out_keys);
   auto* const out_payload = static_cast<uint32_t*>(call.out_payload);
@@ -203,7 +261,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   constexpr int kEndBit = 8 * int(sizeof(Bits));
   size_t need = 0;
   if (cudaError_t err =
-          cub_radix_sort<Bits, kPairs>(nullptr, &need, buffers, int(n), kEndBit, stream);
+          cub_radix_sort<Bits, kPairs>(nullptr, &need, buffers, n, kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }
@@ -232,7 +290,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       return err;
     }
   }
-  if (cudaError_t err = cub_radix_sort<Bits, kPairs>(temp, &have, buffers, int(n), kEndBit, stream);
+  if (cudaError_t err = cub_radix_sort<Bits, kPairs>(temp, &have, buffers, n, kEndBit, stream);
       err != cudaSuccess) {
     return err;
   }

@@ -3,6 +3,8 @@
 // compiled in ffi/cuda/instances/); radix_temp_bytes, the test hook of the radix path's bound.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "cuda_entry.h"
 #include "kernel_traits.h"
 #include "radix_cub.h"
@@ -16,18 +18,20 @@ cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elem
   });
 }
 
-cudaError_t radix_temp_bytes(int key_bytes, bool payload, int64_t n, size_t* bytes) {
-  if (n <= 0 || n >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes) {
+  if (n <= 0 || n >= kRadixRowLimit || (direct && payload)) return cudaErrorInvalidValue;
   alignas(16) static uint32_t placeholder[4];  // a non-null payload CUB never touches here
   auto query = [&](auto bits) {
     using Bits = decltype(bits);
+    using Signed = std::make_signed_t<Bits>;
+    if (direct) {  // (the signed instance: its temporary storage is the unsigned one's)
+      return cub_radix_sort_direct<Signed>(nullptr, bytes, nullptr, nullptr, n, nullptr);
+    }
     RadixBuffers<Bits> buffers{};
     const int end_bit = 8 * int(sizeof(Bits));
-    if (!payload) {
-      return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, int(n), end_bit, nullptr);
-    }
+    if (!payload) return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, n, end_bit, nullptr);
     buffers.values[0] = buffers.values[1] = placeholder;
-    return cub_radix_sort<Bits, true>(nullptr, bytes, buffers, int(n), end_bit, nullptr);
+    return cub_radix_sort<Bits, true>(nullptr, bytes, buffers, n, end_bit, nullptr);
   };
   switch (key_bytes) {
     case 2: return query(uint16_t{});

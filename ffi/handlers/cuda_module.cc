@@ -77,19 +77,29 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
                         bool descending, int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
   auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          used);
+                          /*spare_keys_may_be_empty=*/true, used);
   if (!call.has_value()) return call.error();
   if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
     return cuda_error("sort", err);
   }
-  const int64_t need = sort_partition_elements(
-      static_cast<int>(ffi::ByteWidth(keys.element_type())), call->payload, call->value_bytes,
-      call->rows, call->length);
+  const int key_bytes = static_cast<int>(ffi::ByteWidth(keys.element_type()));
+  const int64_t need = sort_partition_elements(key_bytes, call->payload, call->value_bytes,
+                                               call->rows, call->length);
   auto splits = extra_buffer(extra, used, need, ffi::DataType::S32, "sort", "partition workspace");
   if (!splits.has_value()) return splits.error();
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
   // (at least the merge sort's; the radix path checks for its own, optional, part)
   const auto have = static_cast<int64_t>(extra.get<ffi::AnyBuffer>(used).value()->element_count());
+  const bool integer_keys = is_integer_key(call->key_type);
+  const bool direct =
+      sort_takes_direct_radix(call->method, integer_keys, key_bytes,
+                              payload_bytes(call->payload, call->value_bytes), call->rows,
+                              call->length) &&
+      have >= radix_workspace_elements(key_bytes, 0, call->length, integer_keys);
+  if (call->spare_keys == nullptr && call->rows * call->length > 0 && !direct) {
+    return invalid("sort", "empty spare keys: only a call taking the direct radix sort, with its "
+                           "workspace, may leave them empty");
+  }
   if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), have, stream);
       err != cudaSuccess) {
     return cuda_error("sort", err);
@@ -159,14 +169,16 @@ NB_MODULE(_cuda, m) {
   });
   m.def(
       "radix_temp_bytes",
-      [](int key_bytes, bool payload, int64_t n) {
+      [](int key_bytes, bool payload, bool direct, int64_t n) {
         size_t bytes = 0;
-        if (cudaError_t err = jax_mergepath::radix_temp_bytes(key_bytes, payload, n, &bytes);
+        if (cudaError_t err =
+                jax_mergepath::radix_temp_bytes(key_bytes, payload, direct, n, &bytes);
             err != cudaSuccess) {
           throw std::runtime_error(cudaGetErrorString(err));
         }
         return bytes;
       },
       "CUB's temporary storage bytes for the radix path's sort of n keys of key_bytes, with a "
-      "4-byte payload or none, on the current device (a test hook of tuning.h's bound)");
+      "4-byte payload or none, or direct (integer keys alone), on the current device (a test "
+      "hook of tuning.h's bound)");
 }

@@ -47,6 +47,12 @@ JMP_HD constexpr bool is_signed_integer(KeyType type) {
          type == KeyType::kS64;
 }
 
+// Integer keys (bool, signed and unsigned): equal keys are equal bits.
+JMP_HD constexpr bool is_integer_key(KeyType type) {
+  return type != KeyType::kF16 && type != KeyType::kBF16 && type != KeyType::kF32 &&
+         type != KeyType::kF64 && type != KeyType::kInvalid;
+}
+
 // The mask that directed_key<Traits> xors into a key's order key, for the Traits that
 // visit_key_type(type) gives: the direction (all ones when descending), and, for a signed
 // integer run as unsigned, its sign bit (not when Traits are the signed ones themselves, as a
