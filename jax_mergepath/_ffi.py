@@ -124,36 +124,35 @@ def merge_workspace_per_row(
 
 def sort_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool = False,
-    integer_keys: bool = False,
+    direct: bool = False,
 ) -> DimSize:
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
     the merge sort's bound, or, for a call of one row (`one_row`: its batch shape is static and
     holds one row) of a static length that tuning.h lets take the radix path under the current
-    sort_method(), also the radix path's exact workspace (`integer_keys`: with the direct
-    sort's spare keys, see sort_spare_keys_empty). (Batched rows never need the radix path's
-    workspace, so they never pay for it.)"""
+    sort_method(), also the radix path's exact workspace (`direct`: the direct radix sort's, see
+    sort_takes_direct_radix). (Batched rows never need the radix path's workspace, so they never
+    pay for it.)"""
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
     if not one_row or not isinstance(length, int):
         return merge
     carried = _carried_bytes(payload, value_bytes)
     if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length):
         return merge
-    radix = _cpu.radix_workspace_elements(key_bytes, carried, length, integer_keys)
-    return max(merge, int(radix))
+    return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length, direct)))
 
 
-def sort_spare_keys_empty(
+def sort_takes_direct_radix(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool,
-    integer_keys: bool,
+    integer_keys: bool, descending: bool,
 ) -> bool:
-    """Whether the CUDA sort's spare keys are empty: a call of one row of a static length that
-    takes the direct radix sort (tuning.h radix_direct: integer keys alone, CUB's spare keys in
-    the workspace that sort_workspace_per_row gives it), so no call holds two spare arrays."""
+    """Whether a CUDA sort takes the direct radix sort (tuning.h radix_direct: one row of 2- or
+    4-byte integer keys alone, or with 4-byte values ascending, under the current
+    sort_method()): its spare buffers are then empty, CUB's being in the workspace that
+    sort_workspace_per_row(direct=True) gives it, so no call holds two spare arrays."""
     if not one_row or not isinstance(length, int):
         return False
-    carried = _carried_bytes(payload, value_bytes)
-    return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, carried, 1,
-                                             length))
+    return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, int(payload),
+                                             value_bytes, descending, 1, length))
 
 
 def _carried_bytes(payload: int, value_bytes: int) -> int:

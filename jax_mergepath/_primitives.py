@@ -261,14 +261,14 @@ sort_p.def_abstract_eval(_sort_abstract_eval)
 sort_p.def_impl(_eager_impl(sort_p))
 
 
-def _sort_workspace(ctx, payload: int, spare_keys_empty: bool = False) -> list:
-    """Spare keys (empty where the CUDA sort takes the direct radix sort) and payload (the
-    passes' ping-pong halves) and one flag byte a row."""
+def _sort_workspace(ctx, payload: int, spares_empty: bool = False) -> list:
+    """Spare keys and payload (the passes' ping-pong halves; empty where the CUDA sort takes the
+    direct radix sort) and one flag byte a row."""
     keys = ctx.avals_in[0]
-    spare_shape = (*keys.shape[:-1], 0) if spare_keys_empty else keys.shape
-    spare = [ShapedArray(spare_shape, keys.dtype)]
+    shape = (*keys.shape[:-1], 0) if spares_empty else keys.shape
+    spare = [ShapedArray(shape, keys.dtype)]
     if payload != Payload.NONE:
-        spare.append(ctx.avals_out[1])
+        spare.append(ShapedArray(shape, ctx.avals_out[1].dtype))
     return [*spare, ShapedArray((*keys.shape[:-1], 1), np.uint8)]
 
 
@@ -286,11 +286,12 @@ def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     batch = keys.shape[:-1]
     one_row = all(isinstance(d, int) for d in batch) and math.prod(batch) == 1
     shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
-    integer_keys = keys.dtype.kind in "biu"
-    per_row = _ffi.sort_workspace_per_row(*shape, one_row=one_row, integer_keys=integer_keys)
-    no_spare = _ffi.sort_spare_keys_empty(*shape, one_row=one_row, integer_keys=integer_keys)
+    direct = _ffi.sort_takes_direct_radix(
+        *shape, one_row=one_row, integer_keys=keys.dtype.kind in "biu", descending=descending
+    )
+    per_row = _ffi.sort_workspace_per_row(*shape, one_row=one_row, direct=direct)
     splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
-    workspace = (*_sort_workspace(ctx, payload, no_spare), splits)
+    workspace = (*_sort_workspace(ctx, payload, spares_empty=direct), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
         descending=descending, payload=np.int64(payload), method=np.int64(_ffi.sort_method()),

@@ -135,6 +135,8 @@ def radix_cases(rng: np.random.Generator) -> None:
         check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
         i = rng.integers(-(2**31), 2**31 - 1, 3 * 4096 + 5).astype(np.int32)  # (direct)
         check(jmp.sort(i, descending=True), np.sort(i)[::-1], "radix direct")
+        v = np.arange(i.size, dtype=np.float32)
+        check(jmp.sort_by_key(i, v)[1], v[np.argsort(i, kind="stable")], "radix direct pairs")
         for shape in [(5, 5001), (3 * 2**15 + 9,)]:
             b = rng.integers(-128, 128, shape).astype(np.int8)
             check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")

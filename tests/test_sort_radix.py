@@ -88,27 +88,30 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         direct = _cpu.radix_workspace_elements(key_bytes, carried, n, True)
         for method in ("auto", "merge", "radix"):
             code = _ffi.SORT_METHODS[method]
-            with _ffi.forced_sort_method(method):
-                one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
-                one_int = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True,
-                                                      integer_keys=True)
-                empty = _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=True,
-                                                   integer_keys=True)
-                assert not _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=False,
-                                                      integer_keys=True)
-                assert not _ffi.sort_spare_keys_empty(key_bytes, payload, 4, n, one_row=True,
-                                                      integer_keys=False)
             takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n)
-            assert one == (max(merge, radix) if takes else merge), (method, n)
-            assert one_int == (max(merge, direct) if takes else merge), (method, n)
-            # the direct sort: integer keys of 2 or 4 bytes alone, wherever the radix path runs
-            assert empty == (takes and carried == 0 and key_bytes in (2, 4)), (method, n)
-            assert empty == _cpu.sort_takes_direct_radix(code, True, key_bytes, carried, 1, n)
-        if key_bytes in (2, 4) and carried == 0:  # CUB's spare keys on top, no class counts
+            for descending in (False, True):
+                with _ffi.forced_sort_method(method):
+                    one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
+                    goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, one_row=True,
+                                                        integer_keys=True, descending=descending)
+                    assert not _ffi.sort_takes_direct_radix(
+                        key_bytes, payload, 4, n, one_row=False, integer_keys=True,
+                        descending=descending)
+                    assert not _ffi.sort_takes_direct_radix(
+                        key_bytes, payload, 4, n, one_row=True, integer_keys=False,
+                        descending=descending)
+                    one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
+                                                             one_row=True, direct=True)
+                assert one == (max(merge, radix) if takes else merge), (method, n)
+                assert one_direct == (max(merge, direct) if takes else merge), (method, n)
+                # direct: 2- or 4-byte integer keys alone, or with values ascending
+                direct_kind = payload == 0 or (payload == 2 and not descending)
+                want = takes and key_bytes in (2, 4) and direct_kind
+                assert goes == want, (method, n, descending)
+        if key_bytes in (2, 4) and payload != 1:  # CUB's spare buffers, no class counts
             cub = radix - _cpu.radix_count_elements(n)
-            assert n * key_bytes / 4 < direct <= cub + n * key_bytes // 4 + 65
-        else:
-            assert direct == radix
+            spares = n * (key_bytes + carried) / 4
+            assert spares < direct <= cub + spares + 129
         counting = key_bytes == 1 and carried == 0
         radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
         assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
@@ -150,30 +153,40 @@ def test_batched_rows_pay_no_radix_workspace():
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint16", "float32", "int8"])
-def test_direct_radix_sort_gets_the_spare_keys_in_its_workspace(dtype):
-    # One row of 2- or 4-byte integer keys alone on the radix path: the lowering leaves the
-    # sort's spare keys empty and gives CUB's spare keys room in the workspace (so the call
-    # holds one spare array, as every sort); other keys, batched rows and the forced merge sort
-    # keep theirs.
+def test_direct_radix_sort_gets_the_spares_in_its_workspace(dtype):
+    # One row of 2- or 4-byte integer keys alone, or with 4-byte values ascending, on the radix
+    # path: the lowering leaves the sort's spare buffers empty and gives CUB's spares room in
+    # the workspace (so the call holds one spare array a buffer, as every sort); other keys,
+    # values descending, batched rows and the forced merge sort keep theirs.
     n = 2**20
     x = jnp.zeros((n,), dtype)
+    values = jnp.zeros((n,), jnp.float32)
     itemsize = x.dtype.itemsize
-    direct = x.dtype.kind in "iu" and itemsize in (2, 4)
-    for method in ("auto", "merge"):
-        with _ffi.forced_sort_method(method):  # (a fresh function: lowerings are cached)
-            exported = jax.export.export(
-                jax.jit(lambda a: jmp.sort(a, descending=True)), platforms=["cuda"],
-                disabled_checks=_ffi.export_disabled_checks(),
-            )
-            text = exported(x).mlir_module()
-            rows = exported(jnp.zeros((2, n // 2), dtype)).mlir_module()
-        empty = direct and method == "auto"
-        letter = {"int32": "i32", "uint16": "ui16", "float32": "f32", "int8": "i8"}[dtype]
-        assert (f"tensor<0x{letter}>" in text) == empty, (method, text[:3000])
-        assert "tensor<2x0x" not in rows
-        if empty:
-            need = _cpu.radix_workspace_elements(itemsize, 0, n, True)
-            assert f"tensor<{need}xi32>" in text
+    integer = x.dtype.kind in "iu" and itemsize in (2, 4)
+    letter = {"int32": "i32", "uint16": "ui16", "float32": "f32", "int8": "i8"}[dtype]
+    calls = {  # name: (function, its arguments, payload bytes, may go direct)
+        "sort desc": (lambda a: jmp.sort(a, descending=True), (x,), 0, True),
+        "sort_by_key": (lambda a, v: jmp.sort_by_key(a, v), (x, values), 4, True),
+        "sort_by_key desc": (lambda a, v: jmp.sort_by_key(a, v, descending=True), (x, values), 4,
+                             False),
+    }
+    for name, (fn, args, carried, may) in calls.items():
+        for method in ("auto", "merge"):
+            with _ffi.forced_sort_method(method):  # (a fresh function: lowerings are cached)
+                exported = jax.export.export(
+                    jax.jit(lambda *a, f=fn: f(*a)), platforms=["cuda"],
+                    disabled_checks=_ffi.export_disabled_checks(),
+                )
+                text = exported(*args).mlir_module()
+                rows = exported(*(a.reshape(2, n // 2) for a in args)).mlir_module()
+            empty = integer and may and method == "auto"
+            what = (name, method, text[:3000])
+            assert (f"tensor<0x{letter}>" in text) == empty, what
+            assert ("tensor<0xf32>" in text) == (empty and carried > 0), what
+            assert "tensor<2x0x" not in rows
+            if empty:
+                need = _cpu.radix_workspace_elements(itemsize, carried, n, True)
+                assert f"tensor<{need}xi32>" in text, what
 
 
 @pytest.mark.parametrize(
@@ -231,7 +244,8 @@ gpu = pytest.mark.requires_gpu
 
 @gpu
 @pytest.mark.parametrize("key_bytes", [2, 4])
-@pytest.mark.parametrize("payload, direct", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("payload", [False, True])
+@pytest.mark.parametrize("direct", [False, True])
 def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
     from jax_mergepath import _cuda
 

@@ -17,7 +17,7 @@ cudaError_t merge_cuda(const MergeCall& call, int32_t* workspace, cudaStream_t s
 cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elements,
                       cudaStream_t stream);
 // CUB's temporary storage bytes for the radix path's sort of n order keys of key_bytes, with a
-// 4-byte payload or none, or direct (integer keys alone, out of place) (host arithmetic for the
+// 4-byte payload or none, or direct (integer keys, out of place) (host arithmetic for the
 // current device; a test hook of tuning.h's bound).
 cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes);
 cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream);

@@ -27,11 +27,18 @@ cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& b
   return err;
 }
 
-template <typename Key>
-cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* in, Key* out,
+template <typename Key, bool kPairs>
+cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* keys_in,
+                                  Key* keys_out, const uint32_t* values_in, uint32_t* values_out,
                                   int64_t n, cudaStream_t stream) {
-  return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, in, out, n, 0, 8 * int(sizeof(Key)),
-                                        stream);
+  constexpr int kEndBit = 8 * int(sizeof(Key));
+  if constexpr (!kPairs) {
+    return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, keys_in, keys_out, n, 0, kEndBit,
+                                          stream);
+  } else {
+    return cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, keys_in, keys_out, values_in,
+                                           values_out, static_cast<int>(n), 0, kEndBit, stream);
+  }
 }
 
 }  // namespace jax_mergepath

@@ -6,10 +6,11 @@
 //     (kPairs) or none (buffers.values unused), ping-ponging between keys[0] / keys[1]
 //     (values[0] / values[1]); the sorted data ends in keys[*key_side] (values[*value_side]).
 //   cub_radix_sort_direct: n integer keys of their own type Key (signed or unsigned), ascending,
-//     from `in` (never written) into `out`, CUB's spare key buffer inside temp.
+//     from keys_in (never written) into keys_out, with 4-byte values from values_in into
+//     values_out (kPairs) or none (both unused), CUB's spare buffers inside temp.
 // Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
-// measured fastest (docs/performance.md, "Radix dispatch"); both forms of a key type alone share
-// its kernels. Instantiated per key width in ffi/cuda/instances/radix_*.cu (radix_cub.cuh) for the
+// measured fastest (docs/performance.md, "Radix dispatch"); both forms of one key type and
+// kPairs share its kernels. Instantiated per key width in ffi/cuda/instances/radix_*.cu (radix_cub.cuh) for the
 // widths and kPairs that tuning.h cub_radix_possible admits (one-byte keys alone are the counting
 // sort's: no instance).
 #pragma once
@@ -32,8 +33,9 @@ template <typename Bits, bool kPairs>
 cudaError_t cub_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers, int64_t n,
                            int end_bit, cudaStream_t stream);
 
-template <typename Key>
-cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* in, Key* out,
+template <typename Key, bool kPairs>
+cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* keys_in,
+                                  Key* keys_out, const uint32_t* values_in, uint32_t* values_out,
                                   int64_t n, cudaStream_t stream);
 
 }  // namespace jax_mergepath

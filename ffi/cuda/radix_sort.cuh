@@ -1,9 +1,10 @@
 // radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
 // byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
 // payload, sorted by CUB's onesweep radix sort.
-// Integer keys alone go direct (radix_sort_direct, tuning.h radix_direct): CUB sorts them as
-// their own type from the input into the output, the workspace holding its temporary storage
-// (with its spare key buffer); descending, the result is then reversed in place.
+// Integer keys alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning.h
+// radix_direct): CUB sorts them as their own type from the inputs into the outputs, the workspace
+// holding its temporary storage (with its spare buffers); keys alone descending are then
+// reversed in place.
 // Other calls sort the keys' directed order keys (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
@@ -195,31 +196,36 @@ __global__ void __launch_bounds__(kRadixEncodeThreads) reverse_kernel(Bits* x, i
   }
 }
 
-// The direct radix sort (see the top) of integer keys alone, the key type's own (signed or
-// unsigned) CUB instance; *taken = false (nothing enqueued) where CUB needs more temporary
-// storage than the workspace holds.
-template <typename Traits>
+// The direct radix sort (see the top) of integer keys alone or with 4-byte values, the key
+// type's own (signed or unsigned) CUB instance; *taken = false (nothing enqueued) where CUB needs
+// more temporary storage than the workspace holds.
+template <typename Traits, PayloadKind kPayload>
 cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
                               cudaStream_t stream, bool* taken) {
   using Bits = typename Traits::Bits;
   using Signed = std::make_signed_t<Bits>;
+  constexpr bool kPairs = kPayload == PayloadKind::kValue;
   *taken = false;
   const int64_t n = call.length;
+  const auto* values = static_cast<const uint32_t*>(call.values);
+  auto* out_values = static_cast<uint32_t*>(call.out_payload);
+  auto sort = [&](auto key, void* temp, size_t* bytes) {
+    using Key = decltype(key);
+    return cub_radix_sort_direct<Key, kPairs>(temp, bytes, static_cast<const Key*>(call.keys),
+                                              static_cast<Key*>(call.out_keys), values,
+                                              out_values, n, stream);
+  };
   const bool is_signed = is_signed_integer(call.key_type);
-  auto sort = [&](void* temp, size_t* bytes) {
-    return is_signed ? cub_radix_sort_direct<Signed>(temp, bytes,
-                                                     static_cast<const Signed*>(call.keys),
-                                                     static_cast<Signed*>(call.out_keys), n, stream)
-                     : cub_radix_sort_direct<Bits>(temp, bytes, static_cast<const Bits*>(call.keys),
-                                                   static_cast<Bits*>(call.out_keys), n, stream);
+  auto sort_own = [&](void* temp, size_t* bytes) {
+    return is_signed ? sort(Signed{}, temp, bytes) : sort(Bits{}, temp, bytes);
   };
   size_t need = 0;
-  if (cudaError_t err = sort(nullptr, &need); err != cudaSuccess) return err;
+  if (cudaError_t err = sort_own(nullptr, &need); err != cudaSuccess) return err;
   size_t have = static_cast<size_t>(workspace_elements) * sizeof(int32_t);
   if (need > have) return cudaSuccess;
   *taken = true;
-  if (cudaError_t err = sort(workspace, &have); err != cudaSuccess) return err;
-  if (!call.descending) return cudaSuccess;
+  if (cudaError_t err = sort_own(workspace, &have); err != cudaSuccess) return err;
+  if (kPairs || !call.descending) return cudaSuccess;  // (tuning.h radix_direct: pairs ascend)
   const auto blocks = static_cast<unsigned>(ceil_div(n / 2, kRadixEncodeTile));
   if (blocks == 0) return cudaSuccess;
   return launch_kernel(reverse_kernel<Bits>, blocks, kRadixEncodeThreads, stream,
@@ -236,13 +242,15 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   *taken = false;
   const int64_t n = call.length;
   if (call.rows != 1 || n >= kRadixRowLimit) return cudaSuccess;
-  if constexpr (radix_direct(!kFloat, int(sizeof(Bits)), kPayload == PayloadKind::kNone ? 0 : 4)) {
-    if (cudaError_t err = radix_sort_direct<Traits>(call, workspace, workspace_elements, stream,
-                                                    taken);
-        err != cudaSuccess || *taken) {
-      return err;
+  if constexpr (!kFloat && kPayload != PayloadKind::kIndex) {
+    if (radix_direct(true, int(sizeof(Bits)), kPayload, call.value_bytes, call.descending)) {
+      if (cudaError_t err = radix_sort_direct<Traits, kPayload>(call, workspace,
+                                                                workspace_elements, stream, taken);
+          err != cudaSuccess || *taken) {
+        return err;
+      }
+      if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (the bound held short)
     }
-    if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (the bound held short)
   }
   const int64_t count_elements = radix_count_elements(n);
   if (workspace_elements < count_elements) return cudaSuccess;

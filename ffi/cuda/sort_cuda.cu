@@ -19,13 +19,16 @@ cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elem
 }
 
 cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes) {
-  if (n <= 0 || n >= kRadixRowLimit || (direct && payload)) return cudaErrorInvalidValue;
+  if (n <= 0 || n >= kRadixRowLimit) return cudaErrorInvalidValue;
   alignas(16) static uint32_t placeholder[4];  // a non-null payload CUB never touches here
   auto query = [&](auto bits) {
     using Bits = decltype(bits);
     using Signed = std::make_signed_t<Bits>;
     if (direct) {  // (the signed instance: its temporary storage is the unsigned one's)
-      return cub_radix_sort_direct<Signed>(nullptr, bytes, nullptr, nullptr, n, nullptr);
+      return payload ? cub_radix_sort_direct<Signed, true>(nullptr, bytes, nullptr, nullptr,
+                                                           placeholder, placeholder, n, nullptr)
+                     : cub_radix_sort_direct<Signed, false>(nullptr, bytes, nullptr, nullptr,
+                                                            nullptr, nullptr, n, nullptr);
     }
     RadixBuffers<Bits> buffers{};
     const int end_bit = 8 * int(sizeof(Bits));

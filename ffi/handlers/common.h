@@ -286,13 +286,13 @@ inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t 
 
 // Decodes a sort call. Operands: keys (rows..., length), then the values (payload 2: one array
 // shaped like the keys). Results: sorted keys, the payload output (payload 1: int32; 2: values),
-// spare keys (empty allowed with spare_keys_may_be_empty), spare payload (payload 1, 2), one
+// spare keys, spare payload (payload 1, 2) (either empty with spare_buffers_may_be_empty), one
 // uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the index of: the first one after these.
 inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
                                           ffi::Result<ffi::AnyBuffer> out,
                                           const ffi::RemainingRets& extra, bool descending,
                                           int64_t payload, int64_t method, bool keys_needed,
-                                          bool spare_keys_may_be_empty, size_t& next_extra) {
+                                          bool spare_buffers_may_be_empty, size_t& next_extra) {
   const char* op = "sort";
   SortCall call{};
   if (method < 0 || method > 2) return ffi::Unexpected(invalid(op, "unknown sort method"));
@@ -344,19 +344,25 @@ inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::Remain
     if (!p.has_value()) return ffi::Unexpected(p.error());
     call.out_payload = *p;
   }
-  // (empty where the CUDA lowering gives the direct radix sort its spare keys in the workspace
-  // instead: spare_keys nullptr; the CUDA handler checks that the call takes that path)
-  bool no_spare = false;
-  if (spare_keys_may_be_empty && i < extra.size()) {
-    auto given = extra.get<ffi::AnyBuffer>(i);
-    no_spare = given.has_value() && (*given)->element_count() == 0;
-  }
-  auto spare = extra_buffer(extra, i++, no_spare ? 0 : count, keys.element_type(), op,
-                            "spare keys");
+  // Spare buffers: empty where the CUDA lowering gives the direct radix sort its spares in the
+  // workspace instead (spare_keys / spare_payload nullptr; the CUDA handler checks that the call
+  // takes that path).
+  auto spare_buffer = [&](int64_t elements, ffi::DataType type,
+                          const char* what) -> ffi::ErrorOr<void*> {
+    bool empty = false;
+    if (spare_buffers_may_be_empty && i < extra.size()) {
+      auto given = extra.get<ffi::AnyBuffer>(i);
+      empty = given.has_value() && (*given)->element_count() == 0;
+    }
+    auto buffer = extra_buffer(extra, i++, empty ? 0 : elements, type, op, what);
+    if (!buffer.has_value() || !empty) return buffer;
+    return static_cast<void*>(nullptr);
+  };
+  auto spare = spare_buffer(count, keys.element_type(), "spare keys");
   if (!spare.has_value()) return ffi::Unexpected(spare.error());
-  call.spare_keys = no_spare ? nullptr : *spare;
+  call.spare_keys = *spare;
   if (carry) {
-    auto p = extra_buffer(extra, i++, count, payload_type, op, "spare payload");
+    auto p = spare_buffer(count, payload_type, "spare payload");
     if (!p.has_value()) return ffi::Unexpected(p.error());
     call.spare_payload = *p;
   }

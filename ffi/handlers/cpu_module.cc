@@ -46,7 +46,7 @@ ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
                        int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
   auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          /*spare_keys_may_be_empty=*/false, used);
+                          /*spare_buffers_may_be_empty=*/false, used);
   if (!call.has_value()) return call.error();
   if (used != extra.size()) return invalid("sort", "unexpected extra results");
   sort_cpu(*call);
@@ -216,8 +216,8 @@ NB_MODULE(_cpu, m) {
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
   m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
         "int32 elements of the radix path's workspace for one row of n keys of key_bytes with a "
-        "payload of payload_bytes, integer keys or not (tuning.h: the counting sort's counts, or "
-        "the class counts, then CUB's temporary storage, with its spare keys for the direct "
+        "payload of payload_bytes, direct or not (tuning.h: the counting sort's counts, or the "
+        "class counts, then CUB's temporary storage, with its spare buffers for the direct "
         "sort)");
   m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
         "int32 elements of the radix path's class counts for n keys (tuning.h)");
@@ -230,12 +230,13 @@ NB_MODULE(_cpu, m) {
       "whether the CUDA sort of rows x length keys takes the radix path (tuning.h)");
   m.def(
       "sort_takes_direct_radix",
-      [](int method, bool integer_keys, int key_bytes, int payload_bytes, int64_t rows,
-         int64_t length) {
+      [](int method, bool integer_keys, int key_bytes, int payload, int value_bytes,
+         bool descending, int64_t rows, int64_t length) {
         return jax_mergepath::sort_takes_direct_radix(
             static_cast<jax_mergepath::SortMethod>(method), integer_keys, key_bytes,
-            payload_bytes, rows, length);
+            static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, descending, rows,
+            length);
       },
-      "whether the CUDA sort takes the direct radix sort: CUB from the input, its spare keys in "
-      "the workspace, the sort's own spare keys empty (tuning.h)");
+      "whether the CUDA sort takes the direct radix sort: CUB from the inputs, its spare "
+      "buffers in the workspace, the sort's own spare buffers empty (tuning.h)");
 }

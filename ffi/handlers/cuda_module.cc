@@ -77,7 +77,7 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
                         bool descending, int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
   auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          /*spare_keys_may_be_empty=*/true, used);
+                          /*spare_buffers_may_be_empty=*/true, used);
   if (!call.has_value()) return call.error();
   if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
     return cuda_error("sort", err);
@@ -90,15 +90,18 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
   // (at least the merge sort's; the radix path checks for its own, optional, part)
   const auto have = static_cast<int64_t>(extra.get<ffi::AnyBuffer>(used).value()->element_count());
-  const bool integer_keys = is_integer_key(call->key_type);
   const bool direct =
-      sort_takes_direct_radix(call->method, integer_keys, key_bytes,
-                              payload_bytes(call->payload, call->value_bytes), call->rows,
+      sort_takes_direct_radix(call->method, is_integer_key(call->key_type), key_bytes,
+                              call->payload, call->value_bytes, call->descending, call->rows,
                               call->length) &&
-      have >= radix_workspace_elements(key_bytes, 0, call->length, integer_keys);
-  if (call->spare_keys == nullptr && call->rows * call->length > 0 && !direct) {
-    return invalid("sort", "empty spare keys: only a call taking the direct radix sort, with its "
-                           "workspace, may leave them empty");
+      have >= radix_workspace_elements(key_bytes, payload_bytes(call->payload, call->value_bytes),
+                                       call->length, /*direct=*/true);
+  const bool spare_missing =
+      call->spare_keys == nullptr ||
+      (call->payload != PayloadKind::kNone && call->spare_payload == nullptr);
+  if (spare_missing && call->rows * call->length > 0 && !direct) {
+    return invalid("sort", "empty spare buffers: only a call taking the direct radix sort, with "
+                           "its workspace, may leave them empty");
   }
   if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), have, stream);
       err != cudaSuccess) {
@@ -179,6 +182,6 @@ NB_MODULE(_cuda, m) {
         return bytes;
       },
       "CUB's temporary storage bytes for the radix path's sort of n keys of key_bytes, with a "
-      "4-byte payload or none, or direct (integer keys alone), on the current device (a test "
+      "4-byte payload or none, or direct (integer keys), on the current device (a test "
       "hook of tuning.h's bound)");
 }

@@ -604,27 +604,33 @@ constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_by
   return method == SortMethod::kRadix || length >= radix_min_length(key_bytes, payload_bytes);
 }
 
-// The direct radix sort (radix_sort.cuh radix_sort_direct): integer keys of 2 or 4 bytes alone
-// are sorted by CUB straight from the input into the output, as their own type (CUB orders
-// signed and unsigned integers as ordering.h does, and equal integer keys are equal bits, so the
-// result is the stable sort's): no encode or decode pass. CUB's spare key buffer then lives in
-// the workspace (radix_workspace_elements with integer_keys), and the lowering leaves the sort's
-// own spare keys empty, so the call holds one array the size of the keys beyond its input and
-// output either way. Descending: the ascending result reversed in place (one pass; CUB's
-// descending kernels would be more instances to build).
-constexpr bool radix_direct(bool integer_keys, int key_bytes, int payload_bytes) {
-  return integer_keys && payload_bytes == 0 && (key_bytes == 2 || key_bytes == 4);
+// The direct radix sort (radix_sort.cuh radix_sort_direct): integer keys of 2 or 4 bytes, alone
+// or with one 4-byte value array ascending, are sorted by CUB straight from the inputs into the
+// outputs, the keys as their own type (CUB orders signed and unsigned integers as ordering.h
+// does; equal integer keys are equal bits, and CUB's sort is stable, so the result is the
+// stable sort's): no encode or decode pass. CUB's spare buffers then live in the workspace
+// (radix_workspace_elements, direct), and the lowering leaves the sort's own spare buffers
+// empty, so the call holds one spare array a buffer either way. Keys alone descending: the
+// ascending result reversed in place (equal keys being equal bits; CUB's descending kernels would
+// be more instances to build). Values descending keep the order-key path (a reversal would
+// reverse their ties).
+constexpr bool radix_direct(bool integer_keys, int key_bytes, PayloadKind payload,
+                            int value_bytes, bool descending) {
+  if (!integer_keys || (key_bytes != 2 && key_bytes != 4)) return false;
+  return payload == PayloadKind::kNone ||
+         (payload == PayloadKind::kValue && value_bytes == 4 && !descending);
 }
 
 constexpr bool sort_takes_direct_radix(SortMethod method, bool integer_keys, int key_bytes,
-                                       int payload_bytes, int64_t rows, int64_t length) {
-  return radix_direct(integer_keys, key_bytes, payload_bytes) &&
-         sort_takes_radix(method, key_bytes, payload_bytes, rows, length);
+                                       PayloadKind payload, int value_bytes, bool descending,
+                                       int64_t rows, int64_t length) {
+  return radix_direct(integer_keys, key_bytes, payload, value_bytes, descending) &&
+         sort_takes_radix(method, key_bytes, payload_bytes(payload, value_bytes), rows, length);
 }
 
 // A bound on CUB's onesweep temporary storage for n keys of key_bytes (cub/device/dispatch/
 // dispatch_radix_sort.cuh InvokeOnesweep; with DoubleBuffers no extra key or value buffer, the
-// direct sort's one key buffer of n keys on top): bins (portions x passes x 256 offsets of <= 8
+// direct sort's key and value buffers of n on top): bins (portions x passes x 256 offsets of <= 8
 // bytes), lookback (256 int32 a tile of one portion, <= 2^28 keys), counters, each rounded up to
 // 256 bytes, plus 255 of alignment.
 // Portions hold >= 2^27 keys; passes <= key_bytes (8 radix bits); onesweep tiles hold >=
@@ -639,13 +645,14 @@ inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 
 // int32 elements of the radix path's workspace for one row of n keys: the counting sort's
 // counts, or the encode blocks' class counts (3 a block) and the 4 totals, then CUB's temporary
-// storage (a bound in bytes / 4); the direct sort (integer_keys, radix_direct) needs no counts.
+// storage (a bound in bytes / 4); the direct sort (radix_direct) needs no counts but CUB's spare
+// keys and values.
 constexpr int64_t radix_count_elements(int64_t n) {
   return 3 * ((n + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
 }
 
 constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t n,
-                                           bool integer_keys) {
+                                           bool direct) {
   if (counting_possible(key_bytes, payload_bytes, n)) return n > kCountingTile ? kCountingBins : 0;
   if (key_bytes == 1) {
     return scatter_possible(1, payload_bytes, 1, n) ? scatter_workspace_elements(n) : 0;
@@ -657,9 +664,7 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
   const int64_t lookback_bytes = tiles * 256 * 4 + 255;
   const int64_t counters_bytes = portions * key_bytes * 4 + 255;
   const int64_t cub_bytes = bins_bytes + lookback_bytes + counters_bytes + 255 + 2 * 256;
-  if (radix_direct(integer_keys, key_bytes, payload_bytes)) {
-    return (cub_bytes + n * key_bytes + 255 + 3) / 4;
-  }
+  if (direct) return (cub_bytes + n * (key_bytes + payload_bytes) + 2 * 255 + 3) / 4;
   return radix_count_elements(n) + (cub_bytes + 3) / 4;
 }
 
