@@ -151,8 +151,17 @@ def sort_takes_direct_radix(
     sort_workspace_per_row(direct=True) gives it, so no call holds two spare arrays."""
     if not one_row or not isinstance(length, int):
         return False
+    if key_bytes == 2 and not short_keys_onesweep():
+        return False
     return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, int(payload),
                                              value_bytes, descending, 1, length))
+
+
+def short_keys_onesweep() -> bool:
+    """Whether the CUDA module's CUB sorts 2-byte keys by onesweep (every architecture built is
+    sm_90 or newer), where tuning.h's bound holds their direct radix sort; without the module
+    (a lowering for export on a machine without it), the default build's sm_90."""
+    return _cuda is None or bool(_cuda.short_keys_onesweep())
 
 
 def _carried_bytes(payload: int, value_bytes: int) -> int:

@@ -18,8 +18,8 @@ sort_p(keys, *values, descending, payload, keys_needed=True) -> [keys, payload_o
   (*B, d); payload NONE, INDEX (int32 positions: argsort) or VALUE (values (*B, d), moved with
   the keys); keys_needed=False: the sorted keys are dropped by the caller (the CUDA radix path
   then leaves them unwritten: unspecified). The lowering
-  adds the workspace as results: spare keys, spare payload, one uint8 a row (and the CUDA
-  partition splits).
+  adds the workspace as results: spare keys, spare payload (both empty for the CUDA direct radix
+  sort, whose spares are in its workspace), one uint8 a row (and the CUDA partition splits).
 searchsorted_p(a, v, right, sorted_v) -> i: a (*B, n) sorted, v (*B, q); i int32 (*B, q).
 """
 

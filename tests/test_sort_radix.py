@@ -106,7 +106,8 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                 assert one_direct == (max(merge, direct) if takes else merge), (method, n)
                 # direct: 2- or 4-byte integer keys alone, or with values ascending
                 direct_kind = payload == 0 or (payload == 2 and not descending)
-                want = takes and key_bytes in (2, 4) and direct_kind
+                onesweep = key_bytes == 4 or _ffi.short_keys_onesweep()
+                want = takes and key_bytes in (2, 4) and direct_kind and onesweep
                 assert goes == want, (method, n, descending)
         if key_bytes in (2, 4) and payload != 1:  # CUB's spare buffers, no class counts
             cub = radix - _cpu.radix_count_elements(n)
@@ -302,6 +303,26 @@ def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
             got = _same_three_ways(lambda a, d=descending: jmp.sort(a, descending=d), x,
                                    what=f"{dtype_id(dtype)} desc={descending}")
             assert_bits_equal(got, ref_jnp_sort(x, -1, descending), "vs reference")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16, np.int32, np.uint32], ids=dtype_id)
+def test_direct_radix_sort_even_rows_and_values(rng, dtype):
+    # The direct sort's in-place reversal (keys alone descending) on even lengths, one of them
+    # a multiple of two encode tiles (the reversal's block edge), and its pairs (values
+    # ascending; descending: the order-key path), against the merge sort and the reference.
+    for n in (SHORTEST + 2, 2 * TILE * 3, 2**18):
+        x = random_keys(rng, dtype, (n,), "few" if n == 2**18 else "random")
+        for descending in (False, True):
+            what = f"{dtype_id(dtype)} n={n} desc={descending}"
+            got = _same_three_ways(lambda a, d=descending: jmp.sort(a, descending=d), x,
+                                   what=f"sort {what}")
+            assert_bits_equal(got, ref_jnp_sort(x, -1, descending), f"sort {what} vs ref")
+            values = np.arange(n, dtype=np.int32)
+            _, moved = _same_three_ways(
+                lambda a, v, d=descending: jmp.sort_by_key(a, v, descending=d), x, values,
+                what=f"sort_by_key {what}")
+            np.testing.assert_array_equal(moved, np_argsort(x, -1, descending), what)
 
 
 @gpu

@@ -20,6 +20,10 @@ cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elem
 // 4-byte payload or none, or direct (integer keys, out of place) (host arithmetic for the
 // current device; a test hook of tuning.h's bound).
 cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes);
+// Whether CUB sorts 2-byte keys by onesweep on every architecture built (sm_90 and newer): only
+// then does tuning.h's bound hold their direct radix sort's temporary storage (below, CUB's
+// older passes add a spine that grows with the SM count).
+bool short_keys_onesweep();
 cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream);
 cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream);
 // Sorted queries: a merge of (v, a) or (a, v) with a ranks payload (splits: its workspace).

@@ -1,6 +1,6 @@
 // radix_cub.cuh: the definitions of radix_cub.h's calls over cub::DeviceRadixSort: DoubleBuffers
-// (no extra key or value buffer in the temporary storage) or, direct, out of place (one extra key
-// buffer); tuning.h radix_workspace_elements bounds either. Included only by
+// (no extra key or value buffer in the temporary storage) or, direct, out of place (an extra key
+// and value buffer); tuning.h radix_workspace_elements bounds either. Included only by
 // ffi/cuda/instances/radix_*.cu.
 #pragma once
 

@@ -18,8 +18,11 @@
 // A call whose keys the caller drops (SortCall::keys_needed false: argsort) skips the counts, the
 // keys' decode and the fix-up; only a payload CUB left in the spare buffer moves.
 // All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning.h
-// radix_workspace_elements) holds the class counts, then CUB's temporary storage; if CUB asks
-// for more than it holds, the path is not taken (*taken = false) and the caller merge-sorts.
+// radix_workspace_elements) holds the class counts, then CUB's temporary storage (direct: only
+// CUB's, with its spare buffers); if CUB asks for more than it holds, the path is not taken
+// (*taken = false) and the caller merge-sorts; a direct sort without the sort's own spare
+// buffers cannot fall back and fails with cudaErrorInvalidValue instead (the lowering gives it
+// the bound, and leaves the spares empty only where CUB takes onesweep: _ffi.py).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -249,7 +252,10 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
           err != cudaSuccess || *taken) {
         return err;
       }
-      if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (the bound held short)
+      if (call.spare_keys == nullptr || (kPayload != PayloadKind::kNone &&
+                                         call.spare_payload == nullptr)) {
+        return cudaErrorInvalidValue;  // (the bound held short: see the top)
+      }
     }
   }
   const int64_t count_elements = radix_count_elements(n);

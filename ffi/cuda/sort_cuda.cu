@@ -18,6 +18,14 @@ cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elem
   });
 }
 
+bool short_keys_onesweep() {
+#ifdef JMP_ARCH_BELOW_SM90  // (CMakeLists.txt: an architecture below sm_90 is built)
+  return false;
+#else
+  return true;
+#endif
+}
+
 cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes) {
   if (n <= 0 || n >= kRadixRowLimit) return cudaErrorInvalidValue;
   alignas(16) static uint32_t placeholder[4];  // a non-null payload CUB never touches here

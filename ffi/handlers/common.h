@@ -286,8 +286,8 @@ inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t 
 
 // Decodes a sort call. Operands: keys (rows..., length), then the values (payload 2: one array
 // shaped like the keys). Results: sorted keys, the payload output (payload 1: int32; 2: values),
-// spare keys, spare payload (payload 1, 2) (either empty with spare_buffers_may_be_empty), one
-// uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the index of: the first one after these.
+// spare keys, spare payload (payload 1, 2) (empty allowed with spare_buffers_may_be_empty),
+// one uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the index of: the first one after these.
 inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
                                           ffi::Result<ffi::AnyBuffer> out,
                                           const ffi::RemainingRets& extra, bool descending,

@@ -96,10 +96,13 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
                               call->length) &&
       have >= radix_workspace_elements(key_bytes, payload_bytes(call->payload, call->value_bytes),
                                        call->length, /*direct=*/true);
-  const bool spare_missing =
-      call->spare_keys == nullptr ||
-      (call->payload != PayloadKind::kNone && call->spare_payload == nullptr);
-  if (spare_missing && call->rows * call->length > 0 && !direct) {
+  const bool carry = call->payload != PayloadKind::kNone;
+  const bool keys_empty = call->spare_keys == nullptr;
+  const bool payload_empty = carry && call->spare_payload == nullptr;
+  if (carry && keys_empty != payload_empty) {
+    return invalid("sort", "spare keys and spare payload must be both empty or both given");
+  }
+  if (keys_empty && call->rows * call->length > 0 && !direct) {
     return invalid("sort", "empty spare buffers: only a call taking the direct radix sort, with "
                            "its workspace, may leave them empty");
   }
@@ -170,6 +173,9 @@ NB_MODULE(_cuda, m) {
         nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_searchsorted_cuda));
     return d;
   });
+  m.def("short_keys_onesweep", &jax_mergepath::short_keys_onesweep,
+        "whether CUB sorts 2-byte keys by onesweep on every architecture built (sm_90 on): the "
+        "lowering sends them to the direct radix sort only then (cuda_entry.h)");
   m.def(
       "radix_temp_bytes",
       [](int key_bytes, bool payload, bool direct, int64_t n) {

@@ -55,7 +55,8 @@ struct IsSortedCall {
 // A stable sort of every row of keys (rows, length): out_keys gets the sorted keys and, by
 // payload, out_payload nothing (kNone), the int32 source positions (kIndex: argsort) or the
 // values moved with their keys (kValue). spare_keys / spare_payload are workspace shaped like
-// the outputs: the merge passes ping-pong between them and the outputs. Rows already sorted are
+// the outputs (nullptr for a call taking the CUDA direct radix sort, whose spares are in its
+// workspace: tuning.h radix_direct): the merge passes ping-pong between them and the outputs. Rows already sorted are
 // copied once and skipped (row_sorted), so presorted input costs a check and a copy.
 struct SortCall {
   KeyType key_type;

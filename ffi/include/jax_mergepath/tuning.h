@@ -638,7 +638,9 @@ constexpr bool sort_takes_direct_radix(SortMethod method, bool integer_keys, int
 // 7296 to 9728 keys; sm_80's 4-byte keys 8064). sm_80 builds run 1- and 2-byte keys through
 // CUB's older passes, whose spine grows with the SM count: there the bound may fall short. The
 // handler asks CUB for the exact size and takes the merge sort if the workspace falls short, so
-// a short bound costs speed, never results; tests/test_sort_radix.py checks it against CUB's
+// a short bound costs speed, never results (the direct sort, whose lowering leaves the sort's
+// spares empty, could not fall back: the lowering sends 2-byte keys direct only where every
+// architecture built is sm_90 or newer, _ffi.py sort_takes_direct_radix); tests/test_sort_radix.py checks it against CUB's
 // answer on the GPU (with this 3840, about half the smallest tile).
 inline constexpr int64_t kRadixMinOnesweepTile = 3840;
 inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
