@@ -4,7 +4,7 @@ profiler trace; prints, for the last call, every event of GPU 0's streams in sta
 offset, duration, gap before it, name) and the time per event name, so the exchange's
 collectives and copies can be told from the local sorts.
 
-    python perf/gpu/sharded_profile.py [--log2 30] [--calls 3]   (from the repository root)
+    python3 perf/gpu/sharded_profile.py [--log2 30] [--calls 3]
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 from collections import defaultdict
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,9 @@ from jax.sharding import PartitionSpec as P
 
 import jax_mergepath as jmp
 
-sys.path.insert(0, os.getcwd())  # (run from the repository root: perf is a package there)
+# The repository root, last on sys.path: perf's helpers, and jax_mergepath stays the installed
+# package (imported above).
+sys.path.append(str(Path(__file__).resolve().parents[2]))
 from perf.bench.trace import device_events  # noqa: E402
 from perf.sharded_bench import data, mesh_of  # noqa: E402
 
@@ -45,6 +48,8 @@ def main() -> None:
         jax.profiler.stop_trace()
         path = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)[0]
         events = sorted(device_events(path, "gpu"), key=lambda e: e.start_ns)
+    if not events:
+        sys.exit("no GPU events in the trace (this profiles GPUs)")
     # the last call: events after the largest gap between calls (blocked calls leave one)
     gaps = [(events[i].start_ns - (events[i - 1].start_ns + events[i - 1].duration_ns), i)
             for i in range(1, len(events))]
