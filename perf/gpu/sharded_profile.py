@@ -4,7 +4,7 @@ profiler trace; prints, for the last call, every event of GPU 0's streams in sta
 offset, duration, gap before it, name) and the time per event name, so the exchange's
 collectives and copies can be told from the local sorts.
 
-    python3 perf/gpu/sharded_profile.py [--log2 30] [--calls 3]
+    python3 perf/gpu/sharded_profile.py [--log2 30] [--calls 3] [--all]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--log2", type=int, default=30)
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--all", action="store_true", help="every call's events")
     args = parser.parse_args()
     g = len(jax.devices())
     x = data(1 << args.log2, jnp.int32, NamedSharding(mesh_of(g), P("d")))
@@ -50,11 +51,13 @@ def main() -> None:
         events = sorted(device_events(path, "gpu"), key=lambda e: e.start_ns)
     if not events:
         sys.exit("no GPU events in the trace (this profiles GPUs)")
-    # the last call: events after the largest gap between calls (blocked calls leave one)
-    gaps = [(events[i].start_ns - (events[i - 1].start_ns + events[i - 1].duration_ns), i)
-            for i in range(1, len(events))]
-    cut = max(gaps)[1] if gaps else 0
-    last = events[cut:]
+    # the last call: events after the (calls - 1)-th largest gap (blocked calls leave one each;
+    # --all: every event of the trace)
+    gaps = sorted(
+        ((events[i].start_ns - (events[i - 1].start_ns + events[i - 1].duration_ns), i)
+         for i in range(1, len(events))), reverse=True)
+    cut = max(i for _, i in gaps[: args.calls - 1]) if gaps and args.calls > 1 else 0
+    last = events if args.all else events[cut:]
     t0 = last[0].start_ns
     end = t0
     per_name: dict = defaultdict(float)
