@@ -176,7 +176,7 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, ax
     The first round writes whole chunks in layout order (a chunk's tail past its piece is
     overwritten by the next piece's chunk), later rounds only the pieces' own elements."""
     n = bits[0].shape[0]
-    chunk = max(1, min(n, math.ceil(EXCHANGE_CHUNK * n / g)))
+    chunk = _exchange_chunk(n, g)
     rounds = (jnp.max(sent).astype(np.int32) + chunk - 1) // chunk
     rounds = lax.pmax(rounds, axis_name)
     padded = [jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)]) for b in bits]
@@ -273,9 +273,73 @@ def sort_shards(
         return _local_sort(keys, others, **first)
     ks, os_ = _local_sort(keys, others, **first)
     okeys = [o for k in ks for o in order_keys(k, descending)]
-    got, layout = _redistribute(okeys, [*ks, *os_], axis_name, g, reverse_ties)
+    moved = [*ks, *os_]
+    if len(ks) == 1 and g > 2 and g & (g - 1) == 0 and EXCHANGE == "chunks" \
+            and not is_complex(ks[0].dtype):
+        return _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, op)
+    got, layout = _redistribute(okeys, moved, axis_name, g, reverse_ties)
     rk, ro = got[: len(ks)], got[len(ks):]
     return _merge_received(rk, ro, layout, descending=descending, op=op)
+
+
+def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, op):
+    """_redistribute then _merge_received for one key and g a power of two above 2: where every
+    piece fits one chunk (one round: random keys), the pieces received from one all_to_all
+    stay rows of a chunk, merged pairwise in layout order (log2 g levels of ragged merges at the
+    copy rate) instead of placed one after another and sorted again; else (skewed keys) the
+    general exchange and sort."""
+    from jax_mergepath._merge import merge, merge_by_key  # (the merge layer imports this one)
+
+    me = lax.axis_index(axis_name)
+    tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
+    cuts = _cuts(okeys, tie, axis_name, g)
+    sent = cuts[1:] - cuts[:-1]
+    n = moved[0].shape[0]
+    chunk = _exchange_chunk(n, g)
+    fits = lax.pmax(jnp.max(sent), axis_name) <= chunk
+
+    def by_rows(bits):
+        sizes = lax.all_gather(sent, axis_name)[:, me]  # (g,): from each sender
+        rows = [lax.all_to_all(_pieces(b, cuts[:-1], chunk, g), axis_name, 0, 0) for b in bits]
+        order = list(range(g - 1, -1, -1)) if reverse_ties else list(range(g))  # layout
+        rows = [from_bits(r[np.array(order)], x.dtype, x.weak_type)
+                for r, x in zip(rows, moved, strict=True)]
+        key, vals, lengths = rows[0], rows[1:], sizes[np.array(order)]
+        while key.shape[0] > 1:  # merge rows 2i and 2i + 1, lengths adding
+            la, lb = lengths[0::2], lengths[1::2]
+            if vals:
+                key, vals = merge_by_key(key[0::2], key[1::2], [v[0::2] for v in vals],
+                                         [v[1::2] for v in vals], descending=descending,
+                                         a_length=la, b_length=lb)
+            else:
+                key = merge(key[0::2], key[1::2], descending=descending, a_length=la,
+                            b_length=lb)
+            lengths = la + lb
+        return [_varying(x[0, :n], axis_name) for x in (key, *vals)]
+
+    def general(bits):
+        got, layout = _exchange(bits, cuts, axis_name, g, reverse_ties)
+        got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
+        return _merge_received(got[:1], got[1:], layout, descending=descending, op=op)
+
+    def general_flat(bits):
+        ks, os_ = general(bits)
+        return [_varying(x, axis_name) for x in (*ks, *os_)]
+
+    out = lax.cond(fits, by_rows, general_flat, [to_bits(x) for x in moved])
+    return out[:1], out[1:]
+
+
+def _exchange_chunk(n: int, g: int) -> int:
+    """Elements a device pair's chunk of the exchange holds (EXCHANGE_CHUNK x n / g)."""
+    return max(1, min(n, math.ceil(EXCHANGE_CHUNK * n / g)))
+
+
+def _pieces(b: jax.Array, starts: jax.Array, chunk: int, g: int) -> jax.Array:
+    """(g, chunk, ...): chunk elements of b from each start (b padded by a chunk, so a start
+    near the end reads zeros, not a clamped window)."""
+    padded = jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)])
+    return jnp.stack([lax.dynamic_slice_in_dim(padded, starts[k], chunk) for k in range(g)])
 
 
 def _redistribute(okeys: list[jax.Array], moved: list[jax.Array], axis_name: AxisName, g: int,
