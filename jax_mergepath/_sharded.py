@@ -1,6 +1,6 @@
 """Sorts along an axis split over mesh axes: each device sorts its shard, exact splitters from a
-co-rank over the sorted shards, one exchange, a local sort of the received runs (docs/contract.md
-"Sharded axis", docs/architecture.md "Sharded axis").
+co-rank over the sorted shards, one exchange, a local merge or sort of the received runs
+(docs/contract.md "Sharded axis", docs/architecture.md "Sharded axis").
 
 Contract: `sort_shards` runs inside a `shard_map` (or any context where `axis_name` is bound) on
 local shards with the sorted axis first: every device holds n keys, the global array is the
