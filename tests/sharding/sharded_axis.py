@@ -370,6 +370,16 @@ def main() -> int:
              quick=core and desc)
         case(f"shard_map sort_by_key one leaf descending={desc}", lambda f=f_tree, desc=desc:
              assert_same(f(*put(mesh, d, kb, vi)), ref_sort_by_key(kb, vi, desc)))
+    # shards of 2**14 + 8 keys: the received chunks merged as rows (_sharded.py
+    # MERGED_ROWS_MIN_SHARD), with the pytree (trailing dims: gathered) and one fused leaf
+    big = G * (2**14 + 8)
+    kl, vl = keys(rng, np.float32, big), payload(rng, big)
+    vil = rng.integers(0, 1 << 30, big).astype(np.int32)
+    f_big = smap(functools.partial(_sbk, descending=False), mesh, d)
+    case("shard_map sort_by_key pytree size 16392/device", lambda: assert_same(
+        f_big(*put(mesh, d, kl, vl)), ref_sort_by_key(kl, vl, False)), quick=core)
+    case("shard_map sort_by_key one leaf size 16392/device", lambda: assert_same(
+        f_big(*put(mesh, d, kl, vil)), ref_sort_by_key(kl, vil, False)), quick=core)
     ops = lax_operands(rng, G * n)
     f_lax = smap(_lax3, mesh, d)
     case("shard_map lax_sort num_keys=2 + 1 operand",
