@@ -312,18 +312,13 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
         key, vals, lengths = rows[0], rows[1:], sizes[np.array(order)]
         while key.shape[0] > 1:  # merge rows 2i and 2i + 1, lengths adding
             la, lb = lengths[0::2], lengths[1::2]
-            a, b = key[0::2], key[1::2]
-            if not vals:
-                key = merge(a, b, descending=descending, a_length=la, b_length=lb)
-            elif fusable_values(vals, key):  # (one value array shaped like the keys)
-                key, (v,) = merge_by_key(a, b, [vals[0][0::2]], [vals[0][1::2]],
-                                         descending=descending, a_length=la, b_length=lb)
-                vals = [v]
-            else:  # positions in each row's [a | b], the values gathered by them
-                key, perm = merge(a, b, descending=descending, return_indices=True,
-                                  a_length=la, b_length=lb)
-                vals = [_take_rows(jnp.concatenate([v[0::2], v[1::2]], axis=1), perm)
-                        for v in vals]
+            if vals:  # (merge_by_key fuses one value shaped like the keys, gathers others)
+                key, vals = merge_by_key(key[0::2], key[1::2], [v[0::2] for v in vals],
+                                         [v[1::2] for v in vals], descending=descending,
+                                         a_length=la, b_length=lb)
+            else:
+                key = merge(key[0::2], key[1::2], descending=descending, a_length=la,
+                            b_length=lb)
             lengths = la + lb
         return [_varying(x[0, :n], axis_name) for x in (key, *vals)]
 
@@ -338,12 +333,6 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
 
     out = lax.cond(fits, by_rows, general_flat, [to_bits(x) for x in moved])
     return out[:1], out[1:]
-
-
-def _take_rows(x: jax.Array, perm: jax.Array) -> jax.Array:
-    """x[i, perm[i, j], ...] for every row i (trailing dims of x kept)."""
-    index = perm.reshape(perm.shape + (1,) * (x.ndim - 2))
-    return jnp.take_along_axis(x, index, axis=1)
 
 
 def _exchange_chunk(n: int, g: int) -> int:
