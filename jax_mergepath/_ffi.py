@@ -135,7 +135,7 @@ def sort_workspace_per_row(
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
     if not one_row or not isinstance(length, int):
         return merge
-    carried = _carried_bytes(payload, value_bytes)
+    carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)  # (int32 positions)
     if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length):
         return merge
     return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length, direct)))
@@ -162,11 +162,6 @@ def short_keys_onesweep() -> bool:
     sm_90 or newer), where tuning.h's bound holds their direct radix sort; without the module
     (a lowering for export on a machine without it), the default build's sm_90."""
     return _cuda is None or bool(_cuda.short_keys_onesweep())
-
-
-def _carried_bytes(payload: int, value_bytes: int) -> int:
-    """Bytes of the payload a sort carries: none, int32 positions, or the values'."""
-    return 0 if payload == 0 else (value_bytes if payload == 2 else 4)
 
 
 # How the CUDA sort runs (tuning.h SortMethod): "auto" takes the radix path where tuning.h

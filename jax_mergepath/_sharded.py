@@ -184,7 +184,7 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, ax
     chunk = _exchange_chunk(n, g)
     rounds = (jnp.max(sent).astype(np.int32) + chunk - 1) // chunk
     rounds = lax.pmax(rounds, axis_name)
-    padded = [jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)]) for b in bits]
+    padded = [_padded(b, chunk) for b in bits]
     outs = [_varying(jnp.zeros((n + chunk, *b.shape[1:]), b.dtype), axis_name) for b in bits]
     lane = jnp.arange(chunk, dtype=np.int32)
     layout = range(g - 1, -1, -1) if reverse else range(g)  # recv_at ascending
@@ -192,9 +192,7 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, ax
     def one_round(r, outs, masked: bool):
         new = []
         for src, out in zip(padded, outs, strict=True):
-            pieces = jnp.stack([
-                lax.dynamic_slice_in_dim(src, send_at[k] + r * chunk, chunk) for k in range(g)
-            ])
+            pieces = _pieces(src, send_at + r * chunk, chunk, g)
             got = lax.all_to_all(pieces, axis_name, 0, 0)  # got[i]: device i's chunk for me
             for i in layout:
                 at = recv_at[i] + r * chunk
@@ -231,9 +229,9 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     sent = cuts[1:] - cuts[:-1]  # (g,)
     every = lax.all_gather(sent, axis_name)  # (g senders, g receivers)
     received = every[:, me]
-    order = received[::-1] if reverse else received  # the runs' sizes, in layout order
+    order = _in_layout(received, reverse)  # the runs' sizes, in layout order
     at = jnp.cumsum(order) - order  # exclusive, in tie-rank order
-    recv_at = (at[::-1] if reverse else at).astype(np.int32)
+    recv_at = _in_layout(at, reverse).astype(np.int32)
     send_at = cuts[:-1]
     if EXCHANGE == "ragged":
         return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name), order
@@ -246,8 +244,8 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
 def _merge_received(keys, others, sizes, *, descending: bool, op: str):
     """The stable sort of the g sorted runs laid out one after another (sizes: (g,) in layout
     order; ties: the earlier run first). Two runs of one key: one merge_runs (others follow its
-    positions). Else a stable sort: on an H100 it beat log2(g) levels of pairwise merges of
-    padded rows (docs/performance.md)."""
+    positions). Else a stable sort (one key on more devices, with pieces that fit one chunk of
+    a large shard, merges them as rows instead: _redistribute_merged)."""
     from jax_mergepath._merge import merge_runs  # (the merge layer imports the sort layer)
 
     if len(keys) == 1 and sizes.shape[0] == 2 and not is_complex(keys[0].dtype):
@@ -295,21 +293,20 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
     general exchange and sort."""
     from jax_mergepath._merge import merge, merge_by_key  # (the merge layer imports this one)
 
-    me = lax.axis_index(axis_name)
-    tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
-    cuts = _cuts(okeys, tie, axis_name, g)
+    cuts = _splitters(okeys, axis_name, g, reverse_ties)
     sent = cuts[1:] - cuts[:-1]
     n = moved[0].shape[0]
     chunk = _exchange_chunk(n, g)
     fits = lax.pmax(jnp.max(sent), axis_name) <= chunk
 
-    def by_rows(bits):
-        sizes = lax.all_gather(sent, axis_name)[:, me]  # (g,): from each sender
-        rows = [lax.all_to_all(_pieces(b, cuts[:-1], chunk, g), axis_name, 0, 0) for b in bits]
-        order = list(range(g - 1, -1, -1)) if reverse_ties else list(range(g))  # layout
-        rows = [from_bits(r[np.array(order)], x.dtype, x.weak_type)
-                for r, x in zip(rows, moved, strict=True)]
-        key, vals, lengths = rows[0], rows[1:], sizes[np.array(order)]
+    def by_rows(moved):
+        sizes = lax.all_gather(sent, axis_name)[:, lax.axis_index(axis_name)]  # from each sender
+        rows = []
+        for x in moved:  # row i: the chunk device i sent here
+            pieces = _pieces(_padded(to_bits(x), chunk), cuts[:-1], chunk, g)
+            got = _in_layout(lax.all_to_all(pieces, axis_name, 0, 0), reverse_ties)
+            rows.append(from_bits(got, x.dtype, x.weak_type))
+        key, vals, lengths = rows[0], rows[1:], _in_layout(sizes, reverse_ties)
         while key.shape[0] > 1:  # merge rows 2i and 2i + 1, lengths adding
             la, lb = lengths[0::2], lengths[1::2]
             if vals:  # (merge_by_key fuses one value shaped like the keys, gathers others)
@@ -322,16 +319,12 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
             lengths = la + lb
         return [_varying(x[0, :n], axis_name) for x in (key, *vals)]
 
-    def general(bits):
-        got, layout = _exchange(bits, cuts, axis_name, g, reverse_ties)
-        got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
-        return _merge_received(got[:1], got[1:], layout, descending=descending, op=op)
-
-    def general_flat(bits):
-        ks, os_ = general(bits)
+    def placed_and_sorted(moved):
+        got, layout = _exchange_moved(moved, cuts, axis_name, g, reverse_ties)
+        ks, os_ = _merge_received(got[:1], got[1:], layout, descending=descending, op=op)
         return [_varying(x, axis_name) for x in (*ks, *os_)]
 
-    out = lax.cond(fits, by_rows, general_flat, [to_bits(x) for x in moved])
+    out = lax.cond(fits, by_rows, placed_and_sorted, moved)
     return out[:1], out[1:]
 
 
@@ -340,11 +333,21 @@ def _exchange_chunk(n: int, g: int) -> int:
     return max(1, min(n, math.ceil(EXCHANGE_CHUNK * n / g)))
 
 
-def _pieces(b: jax.Array, starts: jax.Array, chunk: int, g: int) -> jax.Array:
-    """(g, chunk, ...): chunk elements of b from each start (b padded by a chunk, so a start
-    near the end reads zeros, not a clamped window)."""
-    padded = jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)])
+def _padded(b: jax.Array, chunk: int) -> jax.Array:
+    """b with a chunk of zeros after it, so a chunk read from any start within b is not a
+    clamped window."""
+    return jnp.concatenate([b, jnp.zeros((chunk, *b.shape[1:]), b.dtype)])
+
+
+def _pieces(padded: jax.Array, starts: jax.Array, chunk: int, g: int) -> jax.Array:
+    """(g, chunk, ...): chunk elements of a _padded array from each of the g starts (the
+    all_to_all's operand: row k goes to device k)."""
     return jnp.stack([lax.dynamic_slice_in_dim(padded, starts[k], chunk) for k in range(g)])
+
+
+def _in_layout(x, reverse: bool):
+    """x (indexed by sending device) in layout order: the senders' tie rank."""
+    return x[::-1] if reverse else x
 
 
 def _redistribute(okeys: list[jax.Array], moved: list[jax.Array], axis_name: AxisName, g: int,
@@ -352,9 +355,22 @@ def _redistribute(okeys: list[jax.Array], moved: list[jax.Array], axis_name: Axi
     """Each device's share of the elements, this device's sorted by okeys (then the tie rank of
     the device, then position): the splitters, then the exchange of every array in moved, bit
     for bit. Returns the received arrays and their runs' sizes in layout order."""
+    return _exchange_moved(moved, _splitters(okeys, axis_name, g, reverse_ties), axis_name, g,
+                           reverse_ties)
+
+
+def _splitters(okeys: list[jax.Array], axis_name: AxisName, g: int,
+               reverse_ties: bool) -> jax.Array:
+    """(g + 1,): where this device's sorted shard is cut for devices 0..g-1 (_cuts, ties by the
+    device's tie rank)."""
     me = lax.axis_index(axis_name)
     tie = (g - 1 - me if reverse_ties else me).astype(np.int32)
-    cuts = _cuts(okeys, tie, axis_name, g)
+    return _cuts(okeys, tie, axis_name, g)
+
+
+def _exchange_moved(moved: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: int,
+                    reverse_ties: bool) -> tuple[list[jax.Array], jax.Array]:
+    """_exchange of every array in moved as bits, back in their dtypes."""
     got, layout = _exchange([to_bits(x) for x in moved], cuts, axis_name, g, reverse_ties)
     got = [from_bits(b, x.dtype, x.weak_type) for b, x in zip(got, moved, strict=True)]
     return got, layout
