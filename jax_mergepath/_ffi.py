@@ -124,19 +124,19 @@ def merge_workspace_per_row(
 
 def sort_workspace_per_row(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool = False,
-    direct: bool = False,
+    integer_keys: bool = False, direct: bool = False,
 ) -> DimSize:
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
     the merge sort's bound, or, for a call of one row (`one_row`: its batch shape is static and
     holds one row) of a static length that tuning.h lets take the radix path under the current
-    sort_method(), also the radix path's exact workspace (`direct`: the direct radix sort's, see
-    sort_takes_direct_radix). (Batched rows never need the radix path's workspace, so they never
-    pay for it.)"""
+    sort_method() (8-byte keys only if `integer_keys`), also the radix path's exact workspace
+    (`direct`: the direct radix sort's, see sort_takes_direct_radix). (Batched rows never need
+    the radix path's workspace, so they never pay for it.)"""
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
     if not one_row or not isinstance(length, int):
         return merge
     carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)  # (int32 positions)
-    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length):
+    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length, integer_keys):
         return merge
     return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length, direct)))
 
@@ -145,9 +145,9 @@ def sort_takes_direct_radix(
     key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool,
     integer_keys: bool, descending: bool,
 ) -> bool:
-    """Whether a CUDA sort takes the direct radix sort (tuning.h radix_direct: one row of 2- or
-    4-byte integer keys alone, or with 4-byte values ascending, under the current
-    sort_method()): its spare buffers are then empty, CUB's being in the workspace that
+    """Whether a CUDA sort takes the direct radix sort (tuning.h radix_direct: one row of 2-,
+    4- or 8-byte integer keys alone, or of 2 or 4 bytes with 4-byte values ascending, under the
+    current sort_method()): its spare buffers are then empty, CUB's being in the workspace that
     sort_workspace_per_row(direct=True) gives it, so no call holds two spare arrays."""
     if not one_row or not isinstance(length, int):
         return False

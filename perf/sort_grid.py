@@ -175,9 +175,11 @@ def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False) -> 
     rows = int(np.prod(cell.shape[:-1], dtype=np.int64)) if len(cell.shape) > 1 else 1
     payload_bytes = 0 if cell.op == "sort" else 4
     key_bytes = jnp.dtype(cell.dtype).itemsize
+    integer_keys = jnp.dtype(cell.dtype).kind in "biu"
     cell.radix_possible = bool(_cpu.sort_takes_radix(2, key_bytes, payload_bytes, rows,
-                                                     cell.shape[-1]))
-    auto_radix = bool(_cpu.sort_takes_radix(0, key_bytes, payload_bytes, rows, cell.shape[-1]))
+                                                     cell.shape[-1], integer_keys))
+    auto_radix = bool(_cpu.sort_takes_radix(0, key_bytes, payload_bytes, rows, cell.shape[-1],
+                                            integer_keys))
     cell.dispatched = "radix" if auto_radix else "merge"
     variants = {"xla": compiled(xla_fn(cell), args, None),
                 "merge": compiled(ours_fn(cell), args, "merge")}

@@ -86,37 +86,43 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
         radix = _cpu.radix_workspace_elements(key_bytes, carried, n, False)
         direct = _cpu.radix_workspace_elements(key_bytes, carried, n, True)
-        for method in ("auto", "merge", "radix"):
+        for method, integer in ((m, i) for m in ("auto", "merge", "radix") for i in (False, True)):
             code = _ffi.SORT_METHODS[method]
-            takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n)
+            takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n, integer)
             for descending in (False, True):
                 with _ffi.forced_sort_method(method):
-                    one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True)
+                    one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True,
+                                                      integer_keys=integer)
                     goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, one_row=True,
-                                                        integer_keys=True, descending=descending)
+                                                        integer_keys=integer,
+                                                        descending=descending)
                     assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, one_row=False, integer_keys=True,
-                        descending=descending)
-                    assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, one_row=True, integer_keys=False,
+                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
                         descending=descending)
                     one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
-                                                             one_row=True, direct=True)
+                                                             one_row=True, integer_keys=integer,
+                                                             direct=True)
                 assert one == (max(merge, radix) if takes else merge), (method, n)
                 assert one_direct == (max(merge, direct) if takes else merge), (method, n)
-                # direct: 2- or 4-byte integer keys alone, or with values ascending
-                direct_kind = payload == 0 or (payload == 2 and not descending)
-                onesweep = key_bytes == 4 or _ffi.short_keys_onesweep()
-                want = takes and key_bytes in (2, 4) and direct_kind and onesweep
-                assert goes == want, (method, n, descending)
-        if key_bytes in (2, 4) and payload != 1:  # CUB's spare buffers, no class counts
+                # direct: integer keys of 2, 4 or 8 bytes alone, of 2 or 4 bytes with values
+                # ascending
+                direct_kind = payload == 0 or (payload == 2 and not descending and key_bytes < 8)
+                onesweep = key_bytes != 2 or _ffi.short_keys_onesweep()
+                want = takes and integer and key_bytes in (2, 4, 8) and direct_kind and onesweep
+                assert goes == want, (method, integer, n, descending)
+        if key_bytes > 1 and payload != 1:  # CUB's spare buffers, no class counts
             cub = radix - _cpu.radix_count_elements(n)
             spares = n * (key_bytes + carried) / 4
             assert spares < direct <= cub + spares + 129
         counting = key_bytes == 1 and carried == 0
         radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
-        assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n) == radix_possible
-        assert not _cpu.sort_takes_radix(1, key_bytes, carried, 1, n)
+        wide_direct = n > SHORTEST and key_bytes == 8 and carried == 0  # (integer keys only)
+        for integer in (False, True):
+            assert _cpu.sort_takes_radix(2, key_bytes, carried, 1, n, integer) == (
+                radix_possible or (integer and wide_direct))
+            assert not _cpu.sort_takes_radix(1, key_bytes, carried, 1, n, integer)
+        if key_bytes == 8:
+            continue
         if counting:  # the row's 256 counts, for a row longer than a tile of 2^15 keys
             assert radix == (256 if 2**15 < n < 2**31 else 0)
             continue
@@ -127,12 +133,19 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         portions = n // 2**27 + 1
         lookback = 256 * (min(n, 2**28) // 3840)
         assert radix <= 3 * n // 4096 + lookback + 600 * portions * key_bytes + 900
-    assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20)  # rows: the merge sort
-    assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20)  # 8-byte payloads: the merge sort
+    assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20, True)  # rows: the merge sort
+    assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20, True)  # 8-byte payloads: the merge sort
     # one-byte keys alone: the counting sort, rows of any count and length (kAuto from 256)
-    assert _cpu.sort_takes_radix(2, 1, 0, 1000, 3) and _cpu.sort_takes_radix(0, 1, 0, 7, 256)
-    assert not _cpu.sort_takes_radix(0, 1, 0, 7, 255)
-    assert not _cpu.sort_takes_radix(2, 1, 4, 7, 2**20)  # (argsort: CUB, one row only)
+    assert _cpu.sort_takes_radix(2, 1, 0, 1000, 3, True)
+    assert _cpu.sort_takes_radix(0, 1, 0, 7, 256, False)
+    assert not _cpu.sort_takes_radix(0, 1, 0, 7, 255, True)
+    assert not _cpu.sort_takes_radix(2, 1, 4, 7, 2**20, True)  # (argsort: CUB, one row only)
+    # 8-byte keys: integer keys alone, one row, from 2^22 under kAuto (direct only)
+    assert _cpu.sort_takes_radix(0, 8, 0, 1, 2**22, True)
+    assert not _cpu.sort_takes_radix(0, 8, 0, 1, 2**22 - 1, True)
+    assert not _cpu.sort_takes_radix(2, 8, 0, 1, 2**22, False)  # (float64: the merge sort)
+    assert not _cpu.sort_takes_radix(2, 8, 4, 1, 2**22, True)  # (argsort: the merge sort)
+    assert not _cpu.sort_takes_radix(2, 8, 0, 2, 2**22, True)
 
 
 def test_batched_rows_pay_no_radix_workspace():
@@ -153,21 +166,22 @@ def test_batched_rows_pay_no_radix_workspace():
     assert f"tensor<{one}xi32>" in single
 
 
-@pytest.mark.parametrize("dtype", ["int32", "uint16", "float32", "int8"])
+@pytest.mark.parametrize("dtype", ["int32", "uint16", "float32", "int8", "int64", "float64"])
 def test_direct_radix_sort_gets_the_spares_in_its_workspace(dtype):
-    # One row of 2- or 4-byte integer keys alone, or with 4-byte values ascending, on the radix
-    # path: the lowering leaves the sort's spare buffers empty and gives CUB's spares room in
-    # the workspace (so the call holds one spare array a buffer, as every sort); other keys,
-    # values descending, batched rows and the forced merge sort keep theirs.
-    n = 2**20
+    # One row of 2-, 4- or 8-byte integer keys alone, or of 2 or 4 with 4-byte values ascending,
+    # on the radix path: the lowering leaves the sort's spare buffers empty and gives CUB's
+    # spares room in the workspace (so the call holds one spare array a buffer, as every sort);
+    # other keys, values descending, batched rows and the forced merge sort keep theirs.
+    n = 2**22  # (8-byte keys take it from 2^22)
     x = jnp.zeros((n,), dtype)
     values = jnp.zeros((n,), jnp.float32)
     itemsize = x.dtype.itemsize
-    integer = x.dtype.kind in "iu" and itemsize in (2, 4)
-    letter = {"int32": "i32", "uint16": "ui16", "float32": "f32", "int8": "i8"}[dtype]
+    integer = x.dtype.kind in "iu" and itemsize in (2, 4, 8)
+    letter = {"int32": "i32", "uint16": "ui16", "float32": "f32", "int8": "i8", "int64": "i64",
+              "float64": "f64"}[dtype]
     calls = {  # name: (function, its arguments, payload bytes, may go direct)
         "sort desc": (lambda a: jmp.sort(a, descending=True), (x,), 0, True),
-        "sort_by_key": (lambda a, v: jmp.sort_by_key(a, v), (x, values), 4, True),
+        "sort_by_key": (lambda a, v: jmp.sort_by_key(a, v), (x, values), 4, itemsize < 8),
         "sort_by_key desc": (lambda a, v: jmp.sort_by_key(a, v, descending=True), (x, values), 4,
                              False),
     }
@@ -244,12 +258,14 @@ gpu = pytest.mark.requires_gpu
 
 
 @gpu
-@pytest.mark.parametrize("key_bytes", [2, 4])
+@pytest.mark.parametrize("key_bytes", [2, 4, 8])
 @pytest.mark.parametrize("payload", [False, True])
 @pytest.mark.parametrize("direct", [False, True])
 def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
     from jax_mergepath import _cuda
 
+    if key_bytes == 8 and (payload or not direct):
+        pytest.skip("8-byte keys: only the direct sort of keys alone has CUB instances")
     carried = 4 if payload else 0
     for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
         need = _cuda.radix_temp_bytes(key_bytes, payload, direct, n)
@@ -306,7 +322,8 @@ def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
 
 
 @gpu
-@pytest.mark.parametrize("dtype", [np.int16, np.uint16, np.int32, np.uint32], ids=dtype_id)
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64],
+                         ids=dtype_id)
 def test_direct_radix_sort_even_rows_and_values(rng, dtype):
     # The direct sort's in-place reversal (keys alone descending) on even lengths, one of them
     # a multiple of two encode tiles (the reversal's block edge), and its pairs (values

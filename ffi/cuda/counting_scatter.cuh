@@ -16,7 +16,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cub/block/block_scan.cuh>
 
 #include "counting_sort.cuh"
 #include "grid_launch.cuh"
@@ -42,14 +41,14 @@ __device__ inline unsigned lanes_with_bin(uint32_t bin, unsigned real) {
   return peers;
 }
 
-using CountScan = cub::BlockScan<uint32_t, kCountingThreads>;
+using CountScan = BlockScanStorage<uint32_t, kCountingThreads>;
 
 // Block blockIdx.x = bin: counts[bin][0, tiles) -> exclusive prefixes; totals[bin] <- the sum.
 template <typename Traits>
 __global__ void __launch_bounds__(kCountingThreads)
     scatter_scan_kernel(uint32_t* counts, int64_t tiles, uint32_t* totals) {
   constexpr int kScanItems = 8;  // consecutive tiles a thread a round
-  __shared__ typename CountScan::TempStorage scan;
+  __shared__ CountScan scan;
   grid_prologue();
   const uint32_t total = scan_in_place<uint32_t, kCountingThreads, kScanItems>(
       counts + int64_t{blockIdx.x} * tiles, tiles, scan);
@@ -62,7 +61,7 @@ struct ScatterShared {
   uint32_t global_start[kCountingBins];          // ... and in the row's output
   uint32_t payload[kScatterTile];                // the tile sorted (stable), staged
   uint8_t keys[kScatterTile];
-  typename CountScan::TempStorage scan;
+  CountScan scan;
 };
 
 // Tile blockIdx.x of the row (see the top, 3). out_keys == nullptr: the keys are not written.
@@ -110,10 +109,10 @@ __global__ void __launch_bounds__(kCountingThreads)
     uint32_t count = 0;
 #pragma unroll
     for (int w = 0; w < kCountingWarps; ++w) count += s.next[w][b];
-    uint32_t tile_start, bin_start;
-    CountScan(s.scan).ExclusiveSum(count, tile_start);
+    uint32_t tiles_total, bins_total;
+    const uint32_t tile_start = block_exclusive_sum(count, tiles_total, s.scan);
     __syncthreads();
-    CountScan(s.scan).ExclusiveSum(totals[b], bin_start);
+    const uint32_t bin_start = block_exclusive_sum(totals[b], bins_total, s.scan);
     s.tile_start[b] = tile_start;
     s.global_start[b] = bin_start + counts[int64_t{b} * gridDim.x + blockIdx.x];
     uint32_t at = tile_start;

@@ -15,8 +15,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cub/block/block_scan.cuh>
 
+#include "block_scan.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
@@ -31,7 +31,7 @@ inline constexpr int kCountingWarps = kCountingThreads / 32;
 struct CountingShared {
   uint32_t warp_counts[kCountingWarps][kCountingBins];
   uint32_t starts[kCountingBins + 1];  // exclusive prefix of the row's counts, then its length
-  typename cub::BlockScan<uint32_t, kCountingThreads>::TempStorage scan;
+  BlockScanStorage<uint32_t, kCountingThreads> scan;
 };
 
 // The segment [begin, end) of a row at `p` (offsets from p) as a head of bytes up to a 16-byte
@@ -93,8 +93,8 @@ __device__ inline uint32_t block_count(const CountingShared& s) {
 
 // s.starts <- the exclusive prefix of the row's counts (count: bin threadIdx.x's), and the total.
 __device__ inline void scan_counts(uint32_t count, CountingShared& s) {
-  uint32_t before, total;
-  cub::BlockScan<uint32_t, kCountingThreads>(s.scan).ExclusiveSum(count, before, total);
+  uint32_t total;
+  const uint32_t before = block_exclusive_sum(count, total, s.scan);
   s.starts[threadIdx.x] = before;
   if (threadIdx.x == 0) s.starts[kCountingBins] = total;
 }

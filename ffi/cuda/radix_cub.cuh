@@ -1,7 +1,7 @@
 // radix_cub.cuh: the definitions of radix_cub.h's calls over cub::DeviceRadixSort: DoubleBuffers
 // (no extra key or value buffer in the temporary storage) or, direct, out of place (an extra key
 // and value buffer); tuning.h radix_workspace_elements bounds either. Included only by
-// ffi/cuda/instances/radix_*.cu.
+// ffi/cuda/instances/radix.cu.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -40,26 +40,5 @@ cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* key
                                            values_out, static_cast<int>(n), 0, kEndBit, stream);
   }
 }
-
-// The instances of one key width (ffi/cuda/instances/radix_<BITS>.cu): unsigned order keys
-// alone and with a 4-byte payload, and integer keys direct, alone and with 4-byte values,
-// unsigned (sharing the first two's kernels) and signed (CUB orders them by their own sign).
-#define JMP_RADIX_CUB_INSTANCES(BITS)                                                            \
-  template cudaError_t cub_radix_sort<uint##BITS##_t, false>(                                   \
-      void*, size_t*, RadixBuffers<uint##BITS##_t>&, int64_t, int, cudaStream_t);              \
-  template cudaError_t cub_radix_sort<uint##BITS##_t, true>(                                    \
-      void*, size_t*, RadixBuffers<uint##BITS##_t>&, int64_t, int, cudaStream_t);              \
-  template cudaError_t cub_radix_sort_direct<uint##BITS##_t, false>(                            \
-      void*, size_t*, const uint##BITS##_t*, uint##BITS##_t*, const uint32_t*, uint32_t*,       \
-      int64_t, cudaStream_t);                                                                   \
-  template cudaError_t cub_radix_sort_direct<uint##BITS##_t, true>(                             \
-      void*, size_t*, const uint##BITS##_t*, uint##BITS##_t*, const uint32_t*, uint32_t*,       \
-      int64_t, cudaStream_t);                                                                   \
-  template cudaError_t cub_radix_sort_direct<int##BITS##_t, false>(                             \
-      void*, size_t*, const int##BITS##_t*, int##BITS##_t*, const uint32_t*, uint32_t*,         \
-      int64_t, cudaStream_t);                                                                   \
-  template cudaError_t cub_radix_sort_direct<int##BITS##_t, true>(                              \
-      void*, size_t*, const int##BITS##_t*, int##BITS##_t*, const uint32_t*, uint32_t*,         \
-      int64_t, cudaStream_t);
 
 }  // namespace jax_mergepath

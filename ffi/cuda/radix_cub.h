@@ -10,9 +10,9 @@
 //     values_out (kPairs) or none (both unused), CUB's spare buffers inside temp.
 // Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
 // measured fastest (docs/performance.md, "Radix dispatch"); both forms of one key type and
-// kPairs share its kernels. Instantiated per key width in ffi/cuda/instances/radix_*.cu (radix_cub.cuh) for the
-// widths and kPairs that tuning.h cub_radix_possible admits (one-byte keys alone are the counting
-// sort's: no instance).
+// kPairs share its kernels. Instantiated in ffi/cuda/instances/radix.cu (radix_cub.cuh) for the
+// widths and kPairs that tuning.h cub_radix_possible and radix_direct admit (one-byte keys are
+// the counting sorts': no instance; 8-byte keys only direct, alone).
 #pragma once
 
 #include <cuda_runtime_api.h>

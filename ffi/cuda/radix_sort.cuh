@@ -28,7 +28,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cub/block/block_scan.cuh>
 #include <type_traits>
 
 #include "grid_launch.cuh"
@@ -106,7 +105,7 @@ inline constexpr int kRadixScanThreads = 1024;
 
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts) {
-  __shared__ typename cub::BlockScan<int32_t, kThreads>::TempStorage scan_storage;
+  __shared__ BlockScanStorage<int32_t, kThreads> scan_storage;
   grid_prologue();
   int32_t* const arrays[3] = {counts.nan, counts.zero, counts.negative};
   for (int32_t* array : arrays) {
@@ -145,8 +144,7 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
     radix_fixup_kernel(const typename Traits::Bits* keys, int64_t n, bool descending,
                        RadixCounts counts, typename Traits::Bits* out_keys) {
   using Bits = typename Traits::Bits;
-  using Scan = cub::BlockScan<int, kRadixEncodeThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ BlockScanStorage<int, kRadixEncodeThreads> scan_storage;
   grid_prologue();
   const int64_t b = blockIdx.x;
   const int nan_here = counts.nan[b + 1] - counts.nan[b];
@@ -168,10 +166,10 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
     nan_own += real && Traits::is_nan(raw[j]);
     zero_own += real && Traits::is_zero(raw[j]);
   }
-  int nan_rank, zero_rank;
-  Scan(scan_storage).ExclusiveSum(nan_own, nan_rank);
+  int nans_here, zeros_here;
+  const int nan_rank = block_exclusive_sum(nan_own, nans_here, scan_storage);
   __syncthreads();
-  Scan(scan_storage).ExclusiveSum(zero_own, zero_rank);
+  const int zero_rank = block_exclusive_sum(zero_own, zeros_here, scan_storage);
   int64_t nan_at = nan_start + counts.nan[b] + nan_rank;
   int64_t zero_at = zero_start + counts.zero[b] + zero_rank;
 #pragma unroll
@@ -258,6 +256,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       }
     }
   }
+  if constexpr (sizeof(Bits) == 8) return cudaSuccess;  // (8-byte keys: only direct, no instance)
   const int64_t count_elements = radix_count_elements(n);
   if (workspace_elements < count_elements) return cudaSuccess;
   constexpr bool kPairs = kPayload != PayloadKind::kNone;

@@ -5,7 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cub/block/block_scan.cuh>
+
+#include "block_scan.cuh"
 
 namespace jax_mergepath {
 
@@ -13,7 +14,7 @@ namespace jax_mergepath {
 // block calls it; `storage` is free again when it returns.
 template <typename T, int kThreads, int kItems>
 __device__ T scan_in_place(T* a, int64_t n,
-                           typename cub::BlockScan<T, kThreads>::TempStorage& storage) {
+                           BlockScanStorage<T, kThreads>& storage) {
   T carry = 0;
   for (int64_t start = 0; start < n; start += int64_t{kThreads} * kItems) {
     const int64_t first = start + int64_t{threadIdx.x} * kItems;
@@ -24,8 +25,8 @@ __device__ T scan_in_place(T* a, int64_t n,
       own[j] = first + j < n ? a[first + j] : T(0);
       sum += own[j];
     }
-    T before, round_total;
-    cub::BlockScan<T, kThreads>(storage).ExclusiveSum(sum, before, round_total);
+    T round_total;
+    T before = block_exclusive_sum(sum, round_total, storage);
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       if (first + j < n) a[first + j] = carry + before;

@@ -32,21 +32,30 @@ cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n
   auto query = [&](auto bits) {
     using Bits = decltype(bits);
     using Signed = std::make_signed_t<Bits>;
-    if (direct) {  // (the signed instance: its temporary storage is the unsigned one's)
-      return payload ? cub_radix_sort_direct<Signed, true>(nullptr, bytes, nullptr, nullptr,
-                                                           placeholder, placeholder, n, nullptr)
-                     : cub_radix_sort_direct<Signed, false>(nullptr, bytes, nullptr, nullptr,
-                                                            nullptr, nullptr, n, nullptr);
+    if constexpr (sizeof(Bits) == 8) {  // (only direct, alone: radix.cu)
+      if (!direct || payload) return cudaErrorInvalidValue;
+      return cub_radix_sort_direct<Signed, false>(nullptr, bytes, nullptr, nullptr, nullptr,
+                                                  nullptr, n, nullptr);
+    } else {
+      if (direct) {  // (the signed instance: its temporary storage is the unsigned one's)
+        return payload ? cub_radix_sort_direct<Signed, true>(nullptr, bytes, nullptr, nullptr,
+                                                             placeholder, placeholder, n, nullptr)
+                       : cub_radix_sort_direct<Signed, false>(nullptr, bytes, nullptr, nullptr,
+                                                              nullptr, nullptr, n, nullptr);
+      }
+      RadixBuffers<Bits> buffers{};
+      const int end_bit = 8 * int(sizeof(Bits));
+      if (!payload) {
+        return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, n, end_bit, nullptr);
+      }
+      buffers.values[0] = buffers.values[1] = placeholder;
+      return cub_radix_sort<Bits, true>(nullptr, bytes, buffers, n, end_bit, nullptr);
     }
-    RadixBuffers<Bits> buffers{};
-    const int end_bit = 8 * int(sizeof(Bits));
-    if (!payload) return cub_radix_sort<Bits, false>(nullptr, bytes, buffers, n, end_bit, nullptr);
-    buffers.values[0] = buffers.values[1] = placeholder;
-    return cub_radix_sort<Bits, true>(nullptr, bytes, buffers, n, end_bit, nullptr);
   };
   switch (key_bytes) {
     case 2: return query(uint16_t{});
     case 4: return query(uint32_t{});
+    case 8: return query(uint64_t{});
     default: return cudaErrorInvalidValue;  // (one-byte keys are counted: no CUB instance)
   }
 }

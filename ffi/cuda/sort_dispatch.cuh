@@ -89,7 +89,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
   using Policy = SortPolicy<kKeyBytes, kCarriedBytes>;
   using Wide = SortPolicy<kKeyBytes, kCarriedBytes, true>;
   if (call.rows == 0 || call.length == 0) return cudaSuccess;
-  if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length)) {
+  if (sort_takes_radix(call.method, kKeyBytes, kCarriedBytes, call.rows, call.length,
+                       is_integer_key(call.key_type))) {
     // (each path compiled only for the widths it takes: CUB's alone have instances)
     bool taken = false;
     cudaError_t err = cudaSuccess;
@@ -97,7 +98,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
       err = counting_sort<Traits>(call, splits, splits_elements, stream, &taken);
     } else if constexpr (scatter_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
       err = counting_scatter<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
-    } else if constexpr (cub_radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1)) {
+    } else if constexpr (cub_radix_possible(kKeyBytes, kCarriedBytes, 1, kRadixShortestRow + 1,
+                                            Traits::kind != KeyKind::kFloat)) {
       err = radix_sort<Traits, kPayload>(call, splits, splits_elements, stream, &taken);
     }
     if (err != cudaSuccess || taken) return err;

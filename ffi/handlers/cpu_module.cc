@@ -223,11 +223,14 @@ NB_MODULE(_cpu, m) {
         "int32 elements of the radix path's class counts for n keys (tuning.h)");
   m.def(
       "sort_takes_radix",
-      [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+      [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length,
+         bool integer_keys) {
         return jax_mergepath::sort_takes_radix(static_cast<jax_mergepath::SortMethod>(method),
-                                               key_bytes, payload_bytes, rows, length);
+                                               key_bytes, payload_bytes, rows, length,
+                                               integer_keys);
       },
-      "whether the CUDA sort of rows x length keys takes the radix path (tuning.h)");
+      "whether the CUDA sort of rows x length keys (integer keys or not) takes the radix path "
+      "(tuning.h)");
   m.def(
       "sort_takes_direct_radix",
       [](int method, bool integer_keys, int key_bytes, int payload, int value_bytes,

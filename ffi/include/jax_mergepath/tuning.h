@@ -568,20 +568,23 @@ constexpr int64_t scatter_workspace_elements(int64_t n) {
 
 // Whether CUB's radix sort can run a sort: one row longer than kRadixShortestRow (the sort's
 // length < 2^31), keys of 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
-// or 4-byte values). One-byte keys are counted (above). 8-byte keys stay with the merge sort: the
-// radix path measured no faster (docs/performance.md, "Radix dispatch"), and its CUB instances
-// would cost build time.
-constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows,
-                                  int64_t length) {
-  return rows == 1 && length > kRadixShortestRow && length < kRadixRowLimit &&
-         (payload_bytes == 0 || payload_bytes == 4) && (key_bytes == 2 || key_bytes == 4);
+// or 4-byte values), or 8-byte integer keys alone (`integer_keys`: only the direct sort,
+// radix_direct). One-byte keys are counted (above). Other 8-byte sorts stay with the merge sort:
+// on order keys the radix path measured no faster (docs/performance.md, "Radix dispatch"), and
+// its CUB instances would cost build time.
+constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length,
+                                  bool integer_keys) {
+  if (rows != 1 || length <= kRadixShortestRow || length >= kRadixRowLimit) return false;
+  if (key_bytes == 8) return integer_keys && payload_bytes == 0;
+  return (payload_bytes == 0 || payload_bytes == 4) && (key_bytes == 2 || key_bytes == 4);
 }
 
 // Whether the radix path (the counting sort, the counting scatter or CUB's) can run a sort.
-constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length,
+                              bool integer_keys) {
   return counting_possible(key_bytes, payload_bytes, length) ||
          scatter_possible(key_bytes, payload_bytes, rows, length) ||
-         cub_radix_possible(key_bytes, payload_bytes, rows, length);
+         cub_radix_possible(key_bytes, payload_bytes, rows, length, integer_keys);
 }
 
 // The shortest row from which kAuto takes the radix path, by key and payload width: where the
@@ -590,6 +593,9 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
   if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
   if (key_bytes == 1) return kScatterMinLength;
+  // 8-byte integer keys alone (direct): the merge sort wins at 2^20 (161.1 vs XLA's CUB 175.4
+  // us), CUB at 2^24 (XLA 1230.1 vs merge 1341.5)
+  if (key_bytes == 8) return int64_t{1} << 22;
   // 2-byte keys with a payload from 2^18 (kernel 36.1-46.6 us radix vs 62.1-72.7 merge); keys
   // alone win on the kernel there too (36.1-42.0 vs 53.2-60.7) but lose user-visible time to
   // the radix path's extra launches (67.2-110.6 vs 59.6-90.1 us)
@@ -597,16 +603,17 @@ constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
 }
 
 constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_bytes,
-                                int64_t rows, int64_t length) {
-  if (method == SortMethod::kMerge || !radix_possible(key_bytes, payload_bytes, rows, length)) {
+                                int64_t rows, int64_t length, bool integer_keys) {
+  if (method == SortMethod::kMerge ||
+      !radix_possible(key_bytes, payload_bytes, rows, length, integer_keys)) {
     return false;
   }
   return method == SortMethod::kRadix || length >= radix_min_length(key_bytes, payload_bytes);
 }
 
 // The direct radix sort (radix_sort.cuh radix_sort_direct): integer keys of 2 or 4 bytes, alone
-// or with one 4-byte value array ascending, are sorted by CUB straight from the inputs into the
-// outputs, the keys as their own type (CUB orders signed and unsigned integers as ordering.h
+// or with one 4-byte value array ascending, and of 8 bytes alone, are sorted by CUB straight from
+// the inputs into the outputs, the keys as their own type (CUB orders signed and unsigned integers as ordering.h
 // does; equal integer keys are equal bits, and CUB's sort is stable, so the result is the
 // stable sort's): no encode or decode pass. CUB's spare buffers then live in the workspace
 // (radix_workspace_elements, direct), and the lowering leaves the sort's own spare buffers
@@ -616,16 +623,17 @@ constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_by
 // reverse their ties).
 constexpr bool radix_direct(bool integer_keys, int key_bytes, PayloadKind payload,
                             int value_bytes, bool descending) {
-  if (!integer_keys || (key_bytes != 2 && key_bytes != 4)) return false;
+  if (!integer_keys || (key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) return false;
   return payload == PayloadKind::kNone ||
-         (payload == PayloadKind::kValue && value_bytes == 4 && !descending);
+         (key_bytes != 8 && payload == PayloadKind::kValue && value_bytes == 4 && !descending);
 }
 
 constexpr bool sort_takes_direct_radix(SortMethod method, bool integer_keys, int key_bytes,
                                        PayloadKind payload, int value_bytes, bool descending,
                                        int64_t rows, int64_t length) {
   return radix_direct(integer_keys, key_bytes, payload, value_bytes, descending) &&
-         sort_takes_radix(method, key_bytes, payload_bytes(payload, value_bytes), rows, length);
+         sort_takes_radix(method, key_bytes, payload_bytes(payload, value_bytes), rows, length,
+                          integer_keys);
 }
 
 // A bound on CUB's onesweep temporary storage for n keys of key_bytes (cub/device/dispatch/
