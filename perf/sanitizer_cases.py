@@ -125,9 +125,9 @@ def sort_cases(rng: np.random.Generator) -> None:
 
 
 def radix_cases(rng: np.random.Generator) -> None:
-    """The radix path (tuning.h): CUB's with a float fix-up, CUB's direct with a reversal;
-    one-byte keys' counting sort, a block a row and in tiles (one long row; unaligned rows), and
-    counting scatter."""
+    """The radix path (tuning.h): CUB's with a float fix-up, CUB's direct with a reversal (4- and
+    8-byte keys); one-byte keys' counting sort, a block a row and in tiles (one long row;
+    unaligned rows), and counting scatter."""
     with _ffi.forced_sort_method("radix"):
         f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
         f[::97] = -0.0
@@ -142,6 +142,13 @@ def radix_cases(rng: np.random.Generator) -> None:
             check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")
         b = rng.integers(0, 7, 5 * 4096 + 3).astype(np.uint8)
         check(jmp.argsort(b), np.argsort(b, kind="stable").astype(np.int32), "scatter")
+    jax.config.update("jax_enable_x64", True)  # (8-byte keys: int64 direct, reversed)
+    try:
+        with _ffi.forced_sort_method("radix"):
+            w = rng.integers(-(2**63), 2**63 - 1, 3 * 4096 + 5, dtype=np.int64)
+            check(jmp.sort(w, descending=True), np.sort(w)[::-1], "radix direct int64")
+    finally:
+        jax.config.update("jax_enable_x64", False)
 
 
 def search_cases(rng: np.random.Generator) -> None:
