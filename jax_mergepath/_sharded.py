@@ -18,9 +18,11 @@ A range of w keys shrinks to at most ceil(w / SPLIT_SAMPLES) a round; a last rou
 remaining key sampled finds the element exactly. So every device receives exactly n keys,
 however skewed the keys.
 
-Exchange: the pieces' sizes depend on the data; XLA:CPU has no ragged all-to-all, so the pieces
-travel in rounds of an all_to_all of fixed chunks of EXCHANGE_CHUNK x n / g elements a device
-pair (one round on random keys); EXCHANGE = "ragged" uses `lax.ragged_all_to_all` instead.
+Exchange: the pieces' sizes depend on the data; XLA:CPU has no ragged all-to-all, so the pieces'
+first chunks of EXCHANGE_CHUNK x n / g elements travel in one all_to_all (all of every piece on
+random keys), the rest of longer pieces (skewed keys) one device shift at a time, in rounds of a
+ppermute of a chunk (_exchange_chunks); EXCHANGE = "ragged" uses `lax.ragged_all_to_all`
+instead.
 """
 
 from __future__ import annotations
@@ -45,12 +47,16 @@ AxisName = str | tuple[str, ...]
 
 SPLIT_SAMPLES = 64  # keys a device samples per splitter and round (docs/performance.md)
 EXCHANGE_CHUNK = 1.04  # the exchange's chunk, in units of n / g elements (n keys a device)
-EXCHANGE = "chunks"  # "chunks": rounds of all_to_all; "ragged": lax.ragged_all_to_all
+EXCHANGE = "chunks"  # "chunks": an all_to_all of chunks, then ppermute rounds; "ragged":
+#                     lax.ragged_all_to_all
 # Shards of at least this many keys finish a one-key sort by merging the received chunks as rows
 # where they fit (_redistribute_merged); smaller ones always place and sort them: the choice is a
 # lax.cond whose two branches both compile (+19 s of the CPU tests' quick run), for a gain
 # measured on 2^28-key shards (4 x H100: 21.7 -> 17.8 ms, docs/performance.md).
 MERGED_ROWS_MIN_SHARD = 1 << 14
+# Shards of at least this many keys move the rest of long pieces (skewed keys) by ppermute rounds
+# of one chunk a device shift; smaller ones by more rounds of the all_to_all (_exchange_chunks).
+RING_MIN_SHARD = 1 << 14
 
 
 def split_rounds(n: int, samples: int = SPLIT_SAMPLES) -> int:
@@ -176,38 +182,70 @@ def _cuts(okeys: list[jax.Array], tie: jax.Array, axis_name: AxisName, g: int) -
 def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, axis_name, g,
                      reverse: bool):
     """Pieces of every array in bits (leading axis n): piece k, bits[send_at[k]:][:sent[k]],
-    goes to device k, the piece from device i lands at recv_at[i] (received[i] elements), in
-    rounds of an all_to_all of fixed chunks; returns the received arrays (leading axis n).
-    The first round writes whole chunks in layout order (a chunk's tail past its piece is
-    overwritten by the next piece's chunk), later rounds only the pieces' own elements."""
+    goes to device k, the piece from device i lands at recv_at[i] (received[i] elements);
+    returns the received arrays (leading axis n). Every piece's first chunk travels in one
+    all_to_all of fixed chunks (all of every piece on random keys), written whole in layout
+    order (a chunk's tail past its piece is overwritten by the next piece's chunk). The rest of
+    longer pieces (skewed keys), in rounds of as many chunks as the longest piece needs: for
+    shards of at least RING_MIN_SHARD keys one device shift at a time, a round a ppermute of one
+    chunk to device me + s (its own piece copied in place, s = 0), so each element crosses once;
+    for smaller shards more rounds of the all_to_all, each shipping g chunks (fewer programs to
+    compile: g loops of ppermutes cost the CPU tests' quick run 67 -> 87 s)."""
     n = bits[0].shape[0]
     chunk = _exchange_chunk(n, g)
-    rounds = (jnp.max(sent).astype(np.int32) + chunk - 1) // chunk
-    rounds = lax.pmax(rounds, axis_name)
     padded = [_padded(b, chunk) for b in bits]
     outs = [_varying(jnp.zeros((n + chunk, *b.shape[1:]), b.dtype), axis_name) for b in bits]
     lane = jnp.arange(chunk, dtype=np.int32)
     layout = range(g - 1, -1, -1) if reverse else range(g)  # recv_at ascending
 
-    def one_round(r, outs, masked: bool):
+    def place(out, piece, at, valid):  # piece's first `valid` elements to out[at:]
+        keep = (lane < valid).reshape((chunk,) + (1,) * (out.ndim - 1))
+        piece = jnp.where(keep, piece, lax.dynamic_slice_in_dim(out, at, chunk))
+        return lax.dynamic_update_slice_in_dim(out, piece, at, 0)
+
+    def all_to_all_round(r, outs, masked: bool):
         new = []
         for src, out in zip(padded, outs, strict=True):
-            pieces = _pieces(src, send_at + r * chunk, chunk, g)
-            got = lax.all_to_all(pieces, axis_name, 0, 0)  # got[i]: device i's chunk for me
-            for i in layout:
+            got = lax.all_to_all(_pieces(src, send_at + r * chunk, chunk, g), axis_name, 0, 0)
+            for i in layout:  # got[i]: device i's chunk for me
                 at = recv_at[i] + r * chunk
-                piece = got[i]
-                if masked:
-                    keep = lane < received[i] - r * chunk
-                    keep = keep.reshape((chunk,) + (1,) * (src.ndim - 1))
-                    piece = jnp.where(keep, piece, lax.dynamic_slice_in_dim(out, at, chunk))
-                out = lax.dynamic_update_slice_in_dim(out, piece, at, 0)
+                out = (place(out, got[i], at, received[i] - r * chunk) if masked
+                       else lax.dynamic_update_slice_in_dim(out, got[i], at, 0))
             new.append(out)
         return new
 
-    outs = one_round(0, outs, masked=False)
-    outs = lax.fori_loop(1, rounds, lambda r, o: one_round(r, o, masked=True), outs)
+    outs = all_to_all_round(0, outs, masked=False)
+    if n < RING_MIN_SHARD:
+        rounds = lax.pmax((jnp.max(sent).astype(np.int32) + chunk - 1) // chunk, axis_name)
+        outs = lax.fori_loop(1, rounds, lambda r, o: all_to_all_round(r, o, masked=True), outs)
+        return [o[:n] for o in outs]
+    me = lax.axis_index(axis_name)
+    for shift in range(g):
+        to, frm = (me + shift) % g, (me - shift) % g
+        rounds = _mesh_max((sent[to].astype(np.int32) + chunk - 1) // chunk, axis_name)
+        perm = [(i, (i + shift) % g) for i in range(g)]
+
+        def ring_round(r, outs, to=to, frm=frm, shift=shift, perm=perm):
+            new = []
+            for src, out in zip(padded, outs, strict=True):
+                piece = lax.dynamic_slice_in_dim(src, send_at[to] + r * chunk, chunk)
+                if shift:
+                    piece = lax.ppermute(piece, axis_name, perm)
+                new.append(place(out, piece, recv_at[frm] + r * chunk, received[frm] - r * chunk))
+            return new
+
+        outs = lax.fori_loop(1, rounds, ring_round, outs)
     return [o[:n] for o in outs]
+
+
+def _mesh_max(x: jax.Array, axis_name: AxisName) -> jax.Array:
+    """x's maximum over every manual axis of the mesh (and axis_name): the trip count of a loop
+    whose body holds a ppermute must agree on every device of the mesh, not only along
+    axis_name (XLA's collective permute of one mesh axis is one operation over all the mesh's
+    devices; a 2-D mesh's rows would otherwise wait on each other)."""
+    names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    manual = tuple(jax.sharding.get_abstract_mesh().manual_axes)
+    return lax.pmax(x, tuple(dict.fromkeys((*manual, *names))))
 
 
 def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name):

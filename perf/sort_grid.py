@@ -99,6 +99,8 @@ def keys_for(cell: Cell, seed: int) -> jax.Array:
     dtype = jnp.dtype(cell.dtype)
     if dtype == jnp.bool_:
         x = jax.random.bernoulli(key, 0.5, cell.shape)
+    elif jnp.issubdtype(dtype, jnp.unsignedinteger):  # (every bit random; randint's bounds
+        x = jax.random.bits(key, cell.shape, dtype)     # overflow for uint64)
     elif jnp.issubdtype(dtype, jnp.integer):
         info = jnp.iinfo(dtype)
         x = jax.random.randint(key, cell.shape, info.min, info.max, dtype=dtype)

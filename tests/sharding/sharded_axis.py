@@ -352,6 +352,13 @@ def main() -> int:
     case("shard_map 2-D P(None, 'd')", lambda: check_smap_family(x2, mesh, P(None, "d")))
     case("shard_map 2-D P('r', 'd') on a 2x4 mesh",
          lambda: check_smap_family(x2, mesh2, P("r", "d")), quick=core)
+    # rows of large shards, one skewed (the rest of its pieces by ppermute rounds: every row
+    # group must run as many as the other, or XLA's collective permute waits forever)
+    big = 2**14 + 8
+    x2s = np.stack([keys(rng, np.float32, (G // 2) * big, "rotated3"),
+                    keys(rng, np.float32, (G // 2) * big)])
+    case("shard_map 2-D P('r', 'd') on a 2x4 mesh, one row skewed",
+         lambda: check_smap_family(x2s, mesh2, P("r", "d")), quick=core)
     xt = np.ascontiguousarray(keys(rng, np.int16, (3, G * n)).T)
     case("shard_map 2-D axis=0 P('d', None)",
          lambda: check_smap_family(xt, mesh, P("d", None), axis=0), quick=core)
