@@ -342,7 +342,7 @@ def main() -> int:
 
     # -- shard sizes
     for local in [1, 7, 2**14 + 8]:
-        for pattern in ["mixed", "ties3", "rotated3"]:
+        for pattern in ["mixed", "ties3", "rotated3", "reverse"]:
             x = keys(rng, np.float32, G * local, pattern)
             case(f"shard_map size {local}/device {pattern}",
                  lambda x=x: check_smap_family(x, mesh, d), quick=core and local != 7)
@@ -352,13 +352,14 @@ def main() -> int:
     case("shard_map 2-D P(None, 'd')", lambda: check_smap_family(x2, mesh, P(None, "d")))
     case("shard_map 2-D P('r', 'd') on a 2x4 mesh",
          lambda: check_smap_family(x2, mesh2, P("r", "d")), quick=core)
-    # rows of large shards, one skewed (the rest of its pieces by ppermute rounds: every row
-    # group must run as many as the other, or XLA's collective permute waits forever)
+    # rows of large shards, some skewed (the rest of their pieces by ppermute rounds, by shifts
+    # and by the mirror: every row group must run as many as the other, or XLA's collective
+    # permute waits forever)
     big = 2**14 + 8
-    x2s = np.stack([keys(rng, np.float32, (G // 2) * big, "rotated3"),
-                    keys(rng, np.float32, (G // 2) * big)])
-    case("shard_map 2-D P('r', 'd') on a 2x4 mesh, one row skewed",
-         lambda: check_smap_family(x2s, mesh2, P("r", "d")), quick=core)
+    x2s = np.stack([keys(rng, np.float32, (G // 2) * big, p)
+                    for p in ("reverse", "mixed", "rotated3", "mixed")])
+    case("shard_map 2-D P('r', 'd') on a 2x4 mesh, rows skewed",
+         lambda: check_smap_family(x2s, mesh2, P("r", "d")))
     xt = np.ascontiguousarray(keys(rng, np.int16, (3, G * n)).T)
     case("shard_map 2-D axis=0 P('d', None)",
          lambda: check_smap_family(xt, mesh, P("d", None), axis=0), quick=core)
