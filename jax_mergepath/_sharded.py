@@ -187,13 +187,13 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, 
     piece's first chunk travels in one all_to_all of fixed chunks (all of every piece on random
     keys), written whole in layout order (a chunk's tail past its piece is overwritten by the
     next piece's chunk). The rest of longer pieces (skewed keys), for shards of at least
-    RING_MIN_SHARD keys on more than 2 devices: by device patterns, each a ppermute of one
+    RING_MIN_SHARD keys: by device patterns, each a ppermute of one
     chunk a round, as many rounds as the pattern's longest piece needs: the shifts me -> me + s
     (its own piece copied in place, s = 0), and the mirror me -> g - 1 - me, which takes the
     pieces it can carry where that needs fewer rounds in all (reversed shards: one pattern's
-    rounds, not two shifts'); all in one loop. So each element crosses once. Smaller shards,
-    and 2 devices: more rounds of the all_to_all, each shipping g chunks (fewer programs to
-    compile: the patterns' rounds cost the CPU tests' quick run 67 -> 87 s)."""
+    rounds, not two shifts'); all in one loop (2 devices: a loop a shift). So each element
+    crosses once. Smaller shards: more rounds of the all_to_all, each shipping g chunks (fewer
+    programs to compile: the patterns' rounds cost the CPU tests' quick run 67 -> 87 s)."""
     n = bits[0].shape[0]
     chunk = _exchange_chunk(n, g)
     me = lax.axis_index(axis_name)
@@ -220,8 +220,7 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, 
         return new
 
     outs = all_to_all_round(0, outs, masked=False)
-    if n < RING_MIN_SHARD or g == 2:  # (g = 2: the ring measured slower, 30.8 -> 43.7 ms on
-        # random keys, where it runs no round: its loop's cost; an all_to_all pair is a ring)
+    if n < RING_MIN_SHARD:
         rounds = lax.pmax((jnp.max(sent).astype(np.int32) + chunk - 1) // chunk, axis_name)
         outs = lax.fori_loop(1, rounds, lambda r, o: all_to_all_round(r, o, masked=True), outs)
         return [o[:n] for o in outs]
@@ -238,8 +237,8 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, 
     patterns = [((dev + s) % g, jnp.where(use_mirror, by_shift_rest[s], by_shift[s]), s > 0)
                 for s in range(g)]
     patterns.append((g - 1 - dev, jnp.where(use_mirror, by_mirror, 1), True))
-    # One loop over every pattern's rounds after the first chunk (a loop a pattern cost each
-    # call a copy of the carried outputs: 2 GPUs, 2^30 int32, 32 -> 45 ms on random keys).
+    # One loop over every pattern's rounds after the first chunk, a lax.switch a step (4 x H100,
+    # int32 2^30: random 17.9 ms, reversed 26.3, against 19.1 and 28.1 with a loop a pattern).
     extra = _mesh_max(jnp.stack([jnp.maximum(need - 1, 0) for _, need, _ in patterns]),
                       axis_name)
     ends = jnp.cumsum(extra)
@@ -261,6 +260,11 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, 
         return run
 
     rounds = [pattern_round(k) for k in range(len(patterns))]
+    if g == 2:  # a loop a shift (2 x H100, int32 2^30: random 32.1 ms, skewed 31.4-37.9, against
+        # 43.5-45.6 and 52.6-56.4 for one loop or the all_to_all rounds, the same machine)
+        for k in range(2):
+            outs = lax.fori_loop(1, _mesh_max(patterns[k][1], axis_name), rounds[k], outs)
+        return [o[:n] for o in outs]
 
     def one_round(t, outs):  # step t: pattern k's round 1 + t - (ends[k] - extra[k])
         k = jnp.sum(t >= ends).astype(np.int32)
