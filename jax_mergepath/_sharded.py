@@ -179,25 +179,20 @@ def _cuts(okeys: list[jax.Array], tie: jax.Array, axis_name: AxisName, g: int) -
 # ---------------------------------------------------------------- the exchange
 
 
-def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, g,
+def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, sent, received, axis_name, g,
                      reverse: bool):
     """Pieces of every array in bits (leading axis n): piece k, bits[send_at[k]:][:sent[k]],
-    goes to device k, the piece from device i lands at recv_at[i] (every[i, me] elements;
-    every: the (sender, receiver) sizes); returns the received arrays (leading axis n). Every
-    piece's first chunk travels in one all_to_all of fixed chunks (all of every piece on random
-    keys), written whole in layout order (a chunk's tail past its piece is overwritten by the
-    next piece's chunk). The rest of longer pieces (skewed keys), for shards of at least
-    RING_MIN_SHARD keys: by device patterns, each a ppermute of one
-    chunk a round, as many rounds as the pattern's longest piece needs: the shifts me -> me + s
-    (its own piece copied in place, s = 0), and the mirror me -> g - 1 - me, which takes the
-    pieces it can carry where that needs fewer rounds in all (reversed shards: one pattern's
-    rounds, not two shifts'); all in one loop (2 devices: a loop a shift). So each element
-    crosses once. Smaller shards: more rounds of the all_to_all, each shipping g chunks (fewer
-    programs to compile: the patterns' rounds cost the CPU tests' quick run 67 -> 87 s)."""
+    goes to device k, the piece from device i lands at recv_at[i] (received[i] elements);
+    returns the received arrays (leading axis n). Every piece's first chunk travels in one
+    all_to_all of fixed chunks (all of every piece on random keys), written whole in layout
+    order (a chunk's tail past its piece is overwritten by the next piece's chunk). The rest of
+    longer pieces (skewed keys), in rounds of as many chunks as the longest piece needs: for
+    shards of at least RING_MIN_SHARD keys one device shift at a time, a round a ppermute of one
+    chunk to device me + s (its own piece copied in place, s = 0), so each element crosses once;
+    for smaller shards more rounds of the all_to_all, each shipping g chunks (fewer programs to
+    compile: g loops of ppermutes cost the CPU tests' quick run 67 -> 87 s)."""
     n = bits[0].shape[0]
     chunk = _exchange_chunk(n, g)
-    me = lax.axis_index(axis_name)
-    sent, received = every[me], every[:, me]
     padded = [_padded(b, chunk) for b in bits]
     outs = [_varying(jnp.zeros((n + chunk, *b.shape[1:]), b.dtype), axis_name) for b in bits]
     lane = jnp.arange(chunk, dtype=np.int32)
@@ -224,54 +219,22 @@ def _exchange_chunks(bits: list[jax.Array], send_at, recv_at, every, axis_name, 
         rounds = lax.pmax((jnp.max(sent).astype(np.int32) + chunk - 1) // chunk, axis_name)
         outs = lax.fori_loop(1, rounds, lambda r, o: all_to_all_round(r, o, masked=True), outs)
         return [o[:n] for o in outs]
+    me = lax.axis_index(axis_name)
+    for shift in range(g):
+        to, frm = (me + shift) % g, (me - shift) % g
+        rounds = _mesh_max((sent[to].astype(np.int32) + chunk - 1) // chunk, axis_name)
+        perm = [(i, (i + shift) % g) for i in range(g)]
 
-    more = (every.astype(np.int32) + chunk - 1) // chunk  # chunk rounds a piece needs
-    dev = np.arange(g)
-    mirror = (g - 1 - dev != dev)[:, None] & (dev[None, :] == g - 1 - dev[:, None])  # i -> g-1-i
-    by_shift = [jnp.max(more[dev, (dev + s) % g]) for s in range(g)]
-    by_shift_rest = [jnp.max(jnp.where(mirror[dev, (dev + s) % g], 0, more[dev, (dev + s) % g]))
-                     for s in range(g)]
-    by_mirror = jnp.max(jnp.where(mirror, more, 0))
-    use_mirror = by_mirror + sum(by_shift_rest[1:]) < sum(by_shift[1:])  # (this row group's
-    # choice; where groups differ, a piece may travel twice, the same bits)
-    patterns = [((dev + s) % g, jnp.where(use_mirror, by_shift_rest[s], by_shift[s]), s > 0)
-                for s in range(g)]
-    patterns.append((g - 1 - dev, jnp.where(use_mirror, by_mirror, 1), True))
-    # One loop over every pattern's rounds after the first chunk, a lax.switch a step (4 x H100,
-    # int32 2^30: random 17.9 ms, reversed 26.3, against 19.1 and 28.1 with a loop a pattern).
-    extra = _mesh_max(jnp.stack([jnp.maximum(need - 1, 0) for _, need, _ in patterns]),
-                      axis_name)
-    ends = jnp.cumsum(extra)
-
-    def pattern_round(k: int):
-        to_of, _, remote = patterns[k]
-        to, frm = jnp.asarray(to_of)[me], jnp.asarray(np.argsort(to_of))[me]
-        perm = [(int(i), int(to_of[i])) for i in range(g)]
-
-        def run(r, outs):
+        def ring_round(r, outs, to=to, frm=frm, shift=shift, perm=perm):
             new = []
             for src, out in zip(padded, outs, strict=True):
                 piece = lax.dynamic_slice_in_dim(src, send_at[to] + r * chunk, chunk)
-                if remote:
+                if shift:
                     piece = lax.ppermute(piece, axis_name, perm)
                 new.append(place(out, piece, recv_at[frm] + r * chunk, received[frm] - r * chunk))
             return new
 
-        return run
-
-    rounds = [pattern_round(k) for k in range(len(patterns))]
-    if g == 2:  # a loop a shift (2 x H100, int32 2^30: random 32.1 ms, skewed 31.4-37.9, against
-        # 43.5-45.6 and 52.6-56.4 for one loop or the all_to_all rounds, the same machine)
-        for k in range(2):
-            outs = lax.fori_loop(1, _mesh_max(patterns[k][1], axis_name), rounds[k], outs)
-        return [o[:n] for o in outs]
-
-    def one_round(t, outs):  # step t: pattern k's round 1 + t - (ends[k] - extra[k])
-        k = jnp.sum(t >= ends).astype(np.int32)
-        r = 1 + t - (ends[k] - extra[k])
-        return lax.switch(k, [lambda o, run=run: run(r, o) for run in rounds], outs)
-
-    outs = lax.fori_loop(0, ends[-1], one_round, outs)
+        outs = lax.fori_loop(1, rounds, ring_round, outs)
     return [o[:n] for o in outs]
 
 
@@ -310,7 +273,7 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     send_at = cuts[:-1]
     if EXCHANGE == "ragged":
         return _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name), order
-    return _exchange_chunks(bits, send_at, recv_at, every, axis_name, g, reverse), order
+    return _exchange_chunks(bits, send_at, recv_at, sent, received, axis_name, g, reverse), order
 
 
 # ---------------------------------------------------------------- merging the received runs
