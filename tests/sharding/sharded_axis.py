@@ -352,8 +352,8 @@ def main() -> int:
     case("shard_map 2-D P(None, 'd')", lambda: check_smap_family(x2, mesh, P(None, "d")))
     case("shard_map 2-D P('r', 'd') on a 2x4 mesh",
          lambda: check_smap_family(x2, mesh2, P("r", "d")), quick=core)
-    # rows of large shards, some skewed (the rest of their pieces by ppermute rounds, by shifts
-    # and by the mirror: every row group must run as many as the other, or XLA's collective
+    # rows of large shards, some skewed (the rest of their pieces by ppermute rounds, a device
+    # shift at a time: every row group must run as many as the other, or XLA's collective
     # permute waits forever)
     big = 2**14 + 8
     x2s = np.stack([keys(rng, np.float32, (G // 2) * big, p)
