@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "block_scan.cuh"
 #include "counting_sort.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "block_scan.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/ordering.h"
