@@ -263,10 +263,8 @@ def _exchange(bits: list[jax.Array], cuts: jax.Array, axis_name: AxisName, g: in
     lays its received pieces out by the senders' tie rank (reversed device order when
     `reverse`), so that a stable merge of them keeps the global tie order. Returns the received
     arrays and the pieces' sizes in layout order."""
-    me = lax.axis_index(axis_name)
     sent = cuts[1:] - cuts[:-1]  # (g,)
-    every = lax.all_gather(sent, axis_name)  # (g senders, g receivers)
-    received = every[:, me]
+    received = _received(sent, axis_name)
     order = _in_layout(received, reverse)  # the runs' sizes, in layout order
     at = jnp.cumsum(order) - order  # exclusive, in tie-rank order
     recv_at = _in_layout(at, reverse).astype(np.int32)
@@ -338,7 +336,7 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
     fits = lax.pmax(jnp.max(sent), axis_name) <= chunk
 
     def by_rows(moved):
-        sizes = lax.all_gather(sent, axis_name)[:, lax.axis_index(axis_name)]  # from each sender
+        sizes = _received(sent, axis_name)
         rows = []
         for x in moved:  # row i: the chunk device i sent here
             pieces = _pieces(_padded(to_bits(x), chunk), cuts[:-1], chunk, g)
@@ -364,6 +362,12 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
 
     out = lax.cond(fits, by_rows, placed_and_sorted, moved)
     return out[:1], out[1:]
+
+
+def _received(sent: jax.Array, axis_name: AxisName) -> jax.Array:
+    """(g,): the sizes of the pieces this device receives, from each sender (sent: this
+    device's pieces' sizes, for each receiver)."""
+    return lax.all_gather(sent, axis_name)[:, lax.axis_index(axis_name)]
 
 
 def _exchange_chunk(n: int, g: int) -> int:
