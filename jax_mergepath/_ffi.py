@@ -127,18 +127,23 @@ def sort_workspace_per_row(
     integer_keys: bool = False, direct: bool = False,
 ) -> DimSize:
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
-    the merge sort's bound, or, for a call of one row (`one_row`: its batch shape is static and
-    holds one row) of a static length that tuning.h lets take the radix path under the current
-    sort_method() (8-byte keys only if `integer_keys`), also the radix path's exact workspace
-    (`direct`: the direct radix sort's, see sort_takes_direct_radix). (Batched rows never need
-    the radix path's workspace, so they never pay for it.)"""
+    the merge sort's bound, or, where tuning.h lets a static length take the radix path under
+    the current sort_method() (8-byte keys only if `integer_keys`), also the radix path's
+    workspace (`direct`: the direct radix sort's, see sort_takes_direct_radix): for a call of
+    one row (`one_row`: its batch shape is static and holds one row) its exact size, for
+    batched rows (CUB's segmented sort: 2-byte keys) a bound a row, whatever their count."""
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
-    if not one_row or not isinstance(length, int):
+    if not isinstance(length, int):
         return merge
     carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)  # (int32 positions)
-    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, 1, length, integer_keys):
+    rows = 1 if one_row else 2  # (2: any count of rows above one)
+    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, rows, length, integer_keys):
         return merge
-    return max(merge, int(_cpu.radix_workspace_elements(key_bytes, carried, length, direct)))
+    if one_row:
+        radix = _cpu.radix_workspace_elements(key_bytes, carried, 1, length, direct)
+    else:
+        radix = _cpu.radix_workspace_per_row(key_bytes, carried, length, direct)
+    return max(merge, int(radix))
 
 
 def sort_takes_direct_radix(
@@ -146,15 +151,17 @@ def sort_takes_direct_radix(
     integer_keys: bool, descending: bool,
 ) -> bool:
     """Whether a CUDA sort takes the direct radix sort (tuning.h radix_direct: one row of 2-,
-    4- or 8-byte integer keys alone, or of 2 or 4 bytes with 4-byte values ascending, under the
-    current sort_method()): its spare buffers are then empty, CUB's being in the workspace that
-    sort_workspace_per_row(direct=True) gives it, so no call holds two spare arrays."""
-    if not one_row or not isinstance(length, int):
+    4- or 8-byte integer keys alone, or of 2 or 4 bytes with 4-byte values ascending; batched
+    rows of 2-byte integer keys alone; under the current sort_method()): its spare buffers are
+    then empty, CUB's being in the workspace that sort_workspace_per_row(direct=True) gives it,
+    so no call holds two spare arrays."""
+    if not isinstance(length, int):
         return False
     if key_bytes == 2 and not short_keys_onesweep():
         return False
     return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, int(payload),
-                                             value_bytes, descending, 1, length))
+                                             value_bytes, descending, 1 if one_row else 2,
+                                             length))
 
 
 def short_keys_onesweep() -> bool:

@@ -127,7 +127,7 @@ def sort_cases(rng: np.random.Generator) -> None:
 def radix_cases(rng: np.random.Generator) -> None:
     """The radix path (tuning.h): CUB's with a float fix-up, CUB's direct with a reversal (4- and
     8-byte keys); one-byte keys' counting sort, a block a row and in tiles (one long row;
-    unaligned rows), and counting scatter."""
+    unaligned rows), and counting scatter; CUB's segmented sort of rows of 2-byte keys."""
     with _ffi.forced_sort_method("radix"):
         f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
         f[::97] = -0.0
@@ -142,6 +142,16 @@ def radix_cases(rng: np.random.Generator) -> None:
             check(jmp.sort(b, descending=True), -np.sort(-b.astype(np.int16), -1), "counting")
         b = rng.integers(0, 7, 5 * 4096 + 3).astype(np.uint8)
         check(jmp.argsort(b), np.argsort(b, kind="stable").astype(np.int32), "scatter")
+        # rows of 2-byte keys: CUB's segmented sort, a float fix-up a row, direct reversed rows
+        h = rng.standard_normal((3, 2 * 4096 + 7)).astype(np.float16)
+        h[:, ::89] = -0.0
+        want_h = np.take_along_axis(h, np.argsort(h, -1, kind="stable"), -1)
+        check(np.asarray(jmp.sort(h)).view(np.uint16), want_h.view(np.uint16), "segmented float")
+        check(jmp.argsort(h, descending=True),
+              np.argsort(-h.astype(np.float32), -1, kind="stable").astype(np.int32),
+              "segmented argsort")
+        s = rng.integers(-(2**15), 2**15 - 1, (3, 2 * 4096 + 7)).astype(np.int16)
+        check(jmp.sort(s, descending=True), -np.sort(-s.astype(np.int32), -1), "segmented direct")
     jax.config.update("jax_enable_x64", True)  # (8-byte keys: int64 direct, reversed)
     try:
         with _ffi.forced_sort_method("radix"):

@@ -42,6 +42,8 @@ DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "
 DTYPES_ROWS = ["int8", "int16", "float16", "int32", "float32", "int64", "float64"]
 SIZES_1D = [12, 16, 18, 19, 20, 24]
 ROWS = [(4096, 256), (256, 65536), (65536, 64)]
+# rows of 2-byte keys around tuning.h kSegmentedRadixMinLength (CUB's segmented sort)
+ROWS_2BYTE = [(8192, 2048), (2048, 8192), (1024, 16384)]
 
 
 @dataclass
@@ -89,6 +91,10 @@ def cells(quick: bool) -> list[Cell]:
                                 presorted=True))
     for rows, length in ROWS[:1] if quick else ROWS:
         for dtype in DTYPES_ROWS:
+            for op in ("sort", "argsort"):
+                out.append(Cell(f"{op} {dtype} {rows}x{length}", op, dtype, (rows, length)))
+    for rows, length in [] if quick else ROWS_2BYTE:
+        for dtype in ("int16", "float16"):
             for op in ("sort", "argsort"):
                 out.append(Cell(f"{op} {dtype} {rows}x{length}", op, dtype, (rows, length)))
     return out

@@ -79,13 +79,14 @@ def test_cpu_ignores_the_method(rng):
 @pytest.mark.parametrize("payload", [0, 1, 2])
 def test_workspace_holds_the_radix_path(key_bytes, payload):
     # A call of one row that may take the radix path gets its workspace on top of the merge
-    # sort's; batched rows (and forced merge sorts) never pay for it.
+    # sort's; batched rows only for CUB's segmented sort (2-byte keys); forced merge sorts never.
     carried = 4 if payload else 0
     for n in (SHORTEST, SHORTEST + 1, 2**18, 2**20 + 1, 2**27 + 5, 2**31 - 1):
-        merge = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
+        with _ffi.forced_sort_method("merge"):
+            merge = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n)
         assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
-        radix = _cpu.radix_workspace_elements(key_bytes, carried, n, False)
-        direct = _cpu.radix_workspace_elements(key_bytes, carried, n, True)
+        radix = _cpu.radix_workspace_elements(key_bytes, carried, 1, n, False)
+        direct = _cpu.radix_workspace_elements(key_bytes, carried, 1, n, True)
         for method, integer in ((m, i) for m in ("auto", "merge", "radix") for i in (False, True)):
             code = _ffi.SORT_METHODS[method]
             takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n, integer)
@@ -96,12 +97,18 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                     goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, one_row=True,
                                                         integer_keys=integer,
                                                         descending=descending)
-                    assert not _ffi.sort_takes_direct_radix(
+                    batched = _ffi.sort_takes_direct_radix(
                         key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
                         descending=descending)
                     one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
                                                              one_row=True, integer_keys=integer,
                                                              direct=True)
+                    per_row = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
+                                                          integer_keys=integer, direct=batched)
+                rows_take = _cpu.sort_takes_radix(code, key_bytes, carried, 2, n, integer)
+                segmented = _cpu.radix_workspace_per_row(key_bytes, carried, n, batched)
+                assert per_row == (max(merge, segmented) if rows_take else merge), (method, n)
+                assert segmented == 0 or key_bytes == 2
                 assert one == (max(merge, radix) if takes else merge), (method, n)
                 assert one_direct == (max(merge, direct) if takes else merge), (method, n)
                 # direct: integer keys of 2, 4 or 8 bytes alone, of 2 or 4 bytes with values
@@ -110,8 +117,11 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                 onesweep = key_bytes != 2 or _ffi.short_keys_onesweep()
                 want = takes and integer and key_bytes in (2, 4, 8) and direct_kind and onesweep
                 assert goes == want, (method, integer, n, descending)
+                # batched rows: 2-byte integer keys alone (CUB's segmented sort)
+                assert batched == (rows_take and integer and key_bytes == 2 and payload == 0
+                                   and onesweep), (method, integer, n, descending)
         if key_bytes > 1 and payload != 1:  # CUB's spare buffers, no class counts
-            cub = radix - _cpu.radix_count_elements(n)
+            cub = radix - _cpu.radix_count_elements(1, n)
             spares = n * (key_bytes + carried) / 4
             assert spares < direct <= cub + spares + 129
         counting = key_bytes == 1 and carried == 0
@@ -134,6 +144,14 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         lookback = 256 * (min(n, 2**28) // 3840)
         assert radix <= 3 * n // 4096 + lookback + 600 * portions * key_bytes + 900
     assert not _cpu.sort_takes_radix(2, 4, 0, 2, 2**20, True)  # rows: the merge sort
+    # rows of 2-byte keys (alone or with 4 bytes): CUB's segmented sort, under kAuto from 2^14
+    for carried in (0, 4):
+        assert _cpu.sort_takes_radix(2, 2, carried, 2, SHORTEST + 1, False)
+        assert not _cpu.sort_takes_radix(2, 2, carried, 2, SHORTEST, True)
+        assert _cpu.sort_takes_radix(0, 2, carried, 7, 2**14, True)
+        assert not _cpu.sort_takes_radix(0, 2, carried, 7, 2**14 - 1, False)
+        assert not _cpu.sort_takes_radix(2, 2, carried, 2**16, 2**15, True)  # (2^31 keys)
+    assert not _cpu.sort_takes_radix(2, 2, 8, 7, 2**14, True)
     assert not _cpu.sort_takes_radix(2, 4, 8, 1, 2**20, True)  # 8-byte payloads: the merge sort
     # one-byte keys alone: the counting sort, rows of any count and length (kAuto from 256)
     assert _cpu.sort_takes_radix(2, 1, 0, 1000, 3, True)
@@ -161,9 +179,36 @@ def test_batched_rows_pay_no_radix_workspace():
         batched = exported(x).mlir_module()
         single = exported(x[0]).mlir_module()
         one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, one_row=True)
-    assert per_row < _cpu.radix_workspace_elements(4, 0, 4096, False) <= one
+    assert per_row < _cpu.radix_workspace_elements(4, 0, 1, 4096, False) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
+
+
+@pytest.mark.parametrize("rows", [2, 3, 64])
+@pytest.mark.parametrize("length", [SHORTEST + 1, 5 * TILE - 7, 2**16])
+def test_segmented_workspace_per_row_covers_every_count_of_rows(rows, length):
+    # Rows of 2-byte keys (CUB's segmented sort): the lowering's workspace a row covers the
+    # call's class counts and CUB's storage at any count of rows, and, direct (spares empty),
+    # also one row's direct sort (a one-row shard of a batch-sharded call takes it).
+    for carried in (0, 4):
+        per_row = _cpu.radix_workspace_per_row(2, carried, length, False)
+        assert rows * per_row >= _cpu.radix_workspace_elements(2, carried, rows, length, False)
+        assert per_row >= _cpu.radix_workspace_elements(2, carried, 2, length, False) / 2
+    per_row = _cpu.radix_workspace_per_row(2, 0, length, True)
+    assert rows * per_row >= _cpu.radix_workspace_elements(2, 0, rows, length, True)
+    assert per_row >= _cpu.radix_workspace_elements(2, 0, 1, length, True)
+    assert _cpu.radix_count_elements(rows, length) == 3 * rows * -(-length // TILE) + 4
+    x = jnp.zeros((rows, length), jnp.int16)
+    with _ffi.forced_sort_method("radix"):
+        text = jax.export.export(
+            jax.jit(lambda a: jmp.sort(a, descending=True)), platforms=["cuda"],
+            disabled_checks=_ffi.export_disabled_checks(),
+        )(x).mlir_module()
+        want = _ffi.sort_workspace_per_row(2, 0, 0, length, integer_keys=True, direct=True)
+    assert want >= per_row
+    if _ffi.short_keys_onesweep():
+        assert f"tensor<{rows}x0xi16>" in text  # (direct: the spares empty)
+        assert f"tensor<{rows}x{want}xi32>" in text
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint16", "float32", "int8", "int64", "float64"])
@@ -198,9 +243,11 @@ def test_direct_radix_sort_gets_the_spares_in_its_workspace(dtype):
             what = (name, method, text[:3000])
             assert (f"tensor<0x{letter}>" in text) == empty, what
             assert ("tensor<0xf32>" in text) == (empty and carried > 0), what
-            assert "tensor<2x0x" not in rows
+            # rows: 2-byte integer keys alone (CUB's segmented sort)
+            rows_empty = empty and itemsize == 2 and carried == 0
+            assert ("tensor<2x0x" in rows) == rows_empty, (name, method, rows[:3000])
             if empty:
-                need = _cpu.radix_workspace_elements(itemsize, carried, n, True)
+                need = _cpu.radix_workspace_elements(itemsize, carried, 1, n, True)
                 assert f"tensor<{need}xi32>" in text, what
 
 
@@ -217,7 +264,7 @@ def test_one_byte_rows_get_the_counting_workspace(fn, payload, carried, n):
         text = jax.export.export(
             jax.jit(fn), platforms=["cuda"], disabled_checks=_ffi.export_disabled_checks()
         )(x).mlir_module()
-        need = _cpu.radix_workspace_elements(1, carried, n, False)
+        need = _cpu.radix_workspace_elements(1, carried, 1, n, False)
         merge = _ffi.sort_workspace_per_row(1, payload, 4, n)
         assert need > merge, (fn, need, merge)
         assert f"tensor<{need}xi32>" in text, fn
@@ -268,11 +315,20 @@ def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
         pytest.skip("8-byte keys: only the direct sort of keys alone has CUB instances")
     carried = 4 if payload else 0
     for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
-        need = _cuda.radix_temp_bytes(key_bytes, payload, direct, n)
-        have = 4 * _cpu.radix_workspace_elements(key_bytes, carried, n, direct)
+        need = _cuda.radix_temp_bytes(key_bytes, payload, direct, 1, n)
+        have = 4 * _cpu.radix_workspace_elements(key_bytes, carried, 1, n, direct)
         if not direct:
-            have -= 4 * _cpu.radix_count_elements(n)
+            have -= 4 * _cpu.radix_count_elements(1, n)
         assert need <= have, (n, need, have)
+    if key_bytes != 2 or (direct and payload):
+        return
+    # rows: CUB's segmented sort
+    for rows, n in ((2, SHORTEST + 1), (7, 3000), (256, 2**16), (2**14, 2**16 + 1)):
+        need = _cuda.radix_temp_bytes(2, payload, direct, rows, n)
+        have = 4 * _cpu.radix_workspace_elements(2, carried, rows, n, direct)
+        if not direct:
+            have -= 4 * _cpu.radix_count_elements(rows, n)
+        assert need <= have, (rows, n, need, have)
 
 
 @gpu
@@ -340,6 +396,34 @@ def test_direct_radix_sort_even_rows_and_values(rng, dtype):
                 lambda a, v, d=descending: jmp.sort_by_key(a, v, descending=d), x, values,
                 what=f"sort_by_key {what}")
             np.testing.assert_array_equal(moved, np_argsort(x, -1, descending), what)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16, np.float16, jnp.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_segmented_radix_rows(rng, dtype, descending):
+    # Rows of 2-byte keys (CUB's segmented sort; integer keys alone direct, reversed a row at a
+    # time descending): rows with a ragged encode tile, rows of several tiles, every row's zeros
+    # and NaNs in their own ranges (the fix-up a row at a time), one row all NaN / zero and one
+    # sorted, against the merge sort and the reference; argsort's positions within each row.
+    for shape in [(3, SHORTEST + 1), (5, 3 * TILE - 7), (2, 2**16), (33, 2**14 + 2)]:
+        rows, n = shape
+        parts = [_keys(rng, dtype, n - 2 * (n // 4), "random"), _keys(rng, dtype, n // 4,
+                 "special"), _keys(rng, dtype, n // 4, "few")]
+        x = np.stack([rng.permutation(np.concatenate(parts)) for _ in range(rows)])
+        x[0] = np.sort(x[0])
+        if np.dtype(dtype).kind == "f":
+            x[-1] = rng.choice(np.array([np.nan, 0.0, -0.0, -np.nan], np.float32), n).astype(dtype)
+        what = f"{dtype_id(dtype)} {shape} desc={descending}"
+        keys = _same_three_ways(lambda a: jmp.sort(a, descending=descending), x,
+                                what=f"sort {what}")
+        assert_bits_equal(keys, ref_jnp_sort(x, -1, descending), f"sort {what} vs ref")
+        idx = _same_three_ways(lambda a: jmp.argsort(a, descending=descending), x,
+                               what=f"argsort {what}")
+        np.testing.assert_array_equal(idx, np_argsort(x, -1, descending), f"argsort {what}")
+        values = rng.standard_normal(shape).astype(np.float32)
+        _same_three_ways(lambda a, v: jmp.sort_by_key(a, v, descending=descending), x, values,
+                         what=f"sort_by_key {what}")
 
 
 @gpu

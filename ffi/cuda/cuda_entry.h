@@ -16,10 +16,11 @@ cudaError_t merge_cuda(const MergeCall& call, int32_t* workspace, cudaStream_t s
 // splits: the partition workspace of splits_elements int32 (tuning.h sort_partition_elements).
 cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elements,
                       cudaStream_t stream);
-// CUB's temporary storage bytes for the radix path's sort of n order keys of key_bytes, with a
-// 4-byte payload or none, or direct (integer keys, out of place) (host arithmetic for the
-// current device; a test hook of tuning.h's bound).
-cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes);
+// CUB's temporary storage bytes for the radix path's sort of rows x n order keys of key_bytes,
+// with a 4-byte payload or none, or direct (integer keys, out of place) (host arithmetic for
+// the current device; a test hook of tuning.h's bound).
+cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t rows, int64_t n,
+                             size_t* bytes);
 // Whether CUB sorts 2-byte keys by onesweep on every architecture built (sm_90 and newer): only
 // then does tuning.h's bound hold their direct radix sort's temporary storage (below, CUB's
 // older passes add a spine that grows with the SM count).

@@ -8,11 +8,14 @@
 //   cub_radix_sort_direct: n integer keys of their own type Key (signed or unsigned), ascending,
 //     from keys_in (never written) into keys_out, with 4-byte values from values_in into
 //     values_out (kPairs) or none (both unused), CUB's spare buffers inside temp.
+//   cub_segmented_radix_sort, cub_segmented_radix_sort_keys_direct: the same over rows x length
+//     keys (rows > 1, each row sorted on its own; CUB's segmented sort, a block a row), the
+//     direct one for keys alone.
 // Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
 // measured fastest (docs/performance.md, "Radix dispatch"); both forms of one key type and
 // kPairs share its kernels. Instantiated in ffi/cuda/instances/radix.cu (radix_cub.cuh) for the
 // widths and kPairs that tuning.h cub_radix_possible and radix_direct admit (one-byte keys are
-// the counting sorts': no instance; 8-byte keys only direct, alone).
+// the counting sorts': no instance; 8-byte keys only direct, alone; rows only 2-byte keys).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,5 +40,15 @@ template <typename Key, bool kPairs>
 cudaError_t cub_radix_sort_direct(void* temp, size_t* temp_bytes, const Key* keys_in,
                                   Key* keys_out, const uint32_t* values_in, uint32_t* values_out,
                                   int64_t n, cudaStream_t stream);
+
+template <typename Bits, bool kPairs>
+cudaError_t cub_segmented_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers,
+                                     int64_t rows, int64_t length, int end_bit,
+                                     cudaStream_t stream);
+
+template <typename Key>
+cudaError_t cub_segmented_radix_sort_keys_direct(void* temp, size_t* temp_bytes,
+                                                 const Key* keys_in, Key* keys_out, int64_t rows,
+                                                 int64_t length, cudaStream_t stream);
 
 }  // namespace jax_mergepath

@@ -1,6 +1,7 @@
 // radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
 // byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
-// payload, sorted by CUB's onesweep radix sort.
+// payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's segmented radix
+// sort (tuning.h segmented_radix_possible), each step below a row at a time.
 // Integer keys alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning.h
 // radix_direct): CUB sorts them as their own type from the inputs into the outputs, the workspace
 // holding its temporary storage (with its spare buffers); keys alone descending are then
@@ -40,17 +41,35 @@
 
 namespace jax_mergepath {
 
+// The encode and fix-up blocks: tiles of kRadixEncodeTile keys, row_tiles a row (a block never
+// spans two rows), rows x row_tiles in all.
+struct RadixTiles {
+  int64_t length;     // keys a row
+  int64_t row_tiles;  // blocks a row
+  int64_t blocks;
+
+  // Block b's row and its first key's place in that row.
+  JMP_HD int64_t row(int64_t b) const { return b / row_tiles; }
+  JMP_HD int64_t first(int64_t b) const { return (b % row_tiles) * kRadixEncodeTile; }
+};
+
+inline RadixTiles radix_tiles(int64_t rows, int64_t length) {
+  const int64_t row_tiles = ceil_div(length, kRadixEncodeTile);
+  return {length, row_tiles, rows * row_tiles};
+}
+
 // The classes the fix-up restores (float keys): where the counts of each live in the workspace,
-// an exclusive prefix a block after radix_scan_kernel (blocks + 1 entries: the last the total).
+// an exclusive prefix over all blocks after radix_scan_kernel (blocks + 1 entries: the last the
+// total; a row's counts are the differences at its first blocks).
 struct RadixCounts {
   int32_t* nan;       // [blocks + 1]
   int32_t* zero;      // [blocks + 1]
-  int32_t* negative;  // [blocks + 1]: only the total is read
+  int32_t* negative;  // [blocks + 1]: only the rows' totals are read
   int64_t blocks;
 };
 
-inline RadixCounts radix_counts(int32_t* workspace, int64_t n) {
-  const int64_t blocks = ceil_div(n, kRadixEncodeTile);
+inline RadixCounts radix_counts(int32_t* workspace, const RadixTiles& tiles) {
+  const int64_t blocks = tiles.blocks;
   return {workspace, workspace + blocks + 1, workspace + 2 * (blocks + 1), blocks};
 }
 
@@ -62,20 +81,22 @@ JMP_HD bool below_zero(typename Traits::Bits raw) {
 
 template <typename Traits, PayloadKind kPayload, bool kCount>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
-    radix_encode_kernel(const typename Traits::Bits* keys, const uint32_t* values, int64_t n,
-                        typename Traits::Bits flip, typename Traits::Bits* ord, uint32_t* payload,
-                        RadixCounts counts) {
+    radix_encode_kernel(const typename Traits::Bits* keys, const uint32_t* values,
+                        RadixTiles tiles, typename Traits::Bits flip, typename Traits::Bits* ord,
+                        uint32_t* payload, RadixCounts counts) {
   using Bits = typename Traits::Bits;
   grid_prologue();
-  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+  const int64_t row_start = tiles.row(blockIdx.x) * tiles.length;
+  const int64_t base = tiles.first(blockIdx.x);
   int nan = 0, zero = 0, negative = 0;
 #pragma unroll 4
   for (int j = 0; j < kRadixEncodeItems; ++j) {
-    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
-    if (i < n) {
+    const int64_t at = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;  // in its row
+    if (at < tiles.length) {
+      const int64_t i = row_start + at;
       const Bits raw = keys[i];
       ord[i] = directed_key<Traits>(raw, flip);
-      if constexpr (kPayload == PayloadKind::kIndex) payload[i] = static_cast<uint32_t>(i);
+      if constexpr (kPayload == PayloadKind::kIndex) payload[i] = static_cast<uint32_t>(at);
       if constexpr (kPayload == PayloadKind::kValue) payload[i] = values[i];
       if constexpr (kCount) {
         nan += Traits::is_nan(raw);
@@ -139,10 +160,10 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
 }
 
 // The float fix-up (a block per encode block): its zero and NaN keys, in input order, to their
-// places in the output ranges of their class.
+// places in the output ranges of their class in its row.
 template <typename Traits>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
-    radix_fixup_kernel(const typename Traits::Bits* keys, int64_t n, bool descending,
+    radix_fixup_kernel(const typename Traits::Bits* keys, RadixTiles tiles, bool descending,
                        RadixCounts counts, typename Traits::Bits* out_keys) {
   using Bits = typename Traits::Bits;
   __shared__ BlockScanStorage<int, kRadixEncodeThreads> scan_storage;
@@ -151,13 +172,17 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   const int nan_here = counts.nan[b + 1] - counts.nan[b];
   const int zero_here = counts.zero[b + 1] - counts.zero[b];
   if (nan_here == 0 && zero_here == 0) return;  // (the whole block: the counts are uniform)
-  const int64_t nans = counts.nan[counts.blocks], zeros = counts.zero[counts.blocks];
-  const int64_t negatives = counts.negative[counts.blocks];
+  const int64_t row = tiles.row(b), n = tiles.length;
+  const int64_t row_first = row * tiles.row_tiles, row_end = row_first + tiles.row_tiles;
+  const int64_t nans = counts.nan[row_end] - counts.nan[row_first];
+  const int64_t zeros = counts.zero[row_end] - counts.zero[row_first];
+  const int64_t negatives = counts.negative[row_end] - counts.negative[row_first];
   // Ascending: negatives, zeros, positives, NaNs; descending: NaNs, positives, zeros, negatives.
-  const int64_t nan_start = descending ? 0 : n - nans;
-  const int64_t zero_start = descending ? n - negatives - zeros : negatives;
+  const int64_t nan_start = row * n + (descending ? 0 : n - nans);
+  const int64_t zero_start = row * n + (descending ? n - negatives - zeros : negatives);
   // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
-  const int64_t first = b * kRadixEncodeTile + int64_t{threadIdx.x} * kRadixEncodeItems;
+  const int64_t first = tiles.first(b) + int64_t{threadIdx.x} * kRadixEncodeItems;  // in the row
+  keys += row * n;
   Bits raw[kRadixEncodeItems];
   int nan_own = 0, zero_own = 0;
 #pragma unroll
@@ -171,8 +196,8 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   const int nan_rank = block_exclusive_sum(nan_own, nans_here, scan_storage);
   __syncthreads();
   const int zero_rank = block_exclusive_sum(zero_own, zeros_here, scan_storage);
-  int64_t nan_at = nan_start + counts.nan[b] + nan_rank;
-  int64_t zero_at = zero_start + counts.zero[b] + zero_rank;
+  int64_t nan_at = nan_start + (counts.nan[b] - counts.nan[row_first]) + nan_rank;
+  int64_t zero_at = zero_start + (counts.zero[b] - counts.zero[row_first]) + zero_rank;
 #pragma unroll
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     if (first + j < n) {
@@ -182,11 +207,14 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   }
 }
 
-// x[i] <-> x[n - 1 - i] for i < n / 2: a block a tile of the first half.
+// Each row of x reversed in place (rows of n): x[i] <-> x[n - 1 - i] for i < n / 2, a block a
+// tile of a row's first half (halves: radix_tiles(rows, n / 2)).
 template <typename Bits>
-__global__ void __launch_bounds__(kRadixEncodeThreads) reverse_kernel(Bits* x, int64_t n) {
+__global__ void __launch_bounds__(kRadixEncodeThreads)
+    reverse_kernel(Bits* x, int64_t n, RadixTiles halves) {
   grid_prologue();
-  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+  x += halves.row(blockIdx.x) * n;
+  const int64_t base = halves.first(blockIdx.x);
 #pragma unroll 4
   for (int j = 0; j < kRadixEncodeItems; ++j) {
     const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
@@ -198,9 +226,18 @@ __global__ void __launch_bounds__(kRadixEncodeThreads) reverse_kernel(Bits* x, i
   }
 }
 
+// The rows of x (rows x n) reversed in place.
+template <typename Bits>
+cudaError_t reverse_rows(Bits* x, int64_t rows, int64_t n, cudaStream_t stream) {
+  const RadixTiles halves = radix_tiles(rows, n / 2);
+  if (halves.blocks == 0) return cudaSuccess;
+  return launch_kernel(reverse_kernel<Bits>, static_cast<unsigned>(halves.blocks),
+                       kRadixEncodeThreads, stream, x, n, halves);
+}
+
 // The direct radix sort (see the top) of integer keys alone or with 4-byte values, the key
-// type's own (signed or unsigned) CUB instance; *taken = false (nothing enqueued) where CUB needs
-// more temporary storage than the workspace holds.
+// type's own (signed or unsigned) CUB instance, one row or (2-byte keys alone) rows; *taken =
+// false (nothing enqueued) where CUB needs more temporary storage than the workspace holds.
 template <typename Traits, PayloadKind kPayload>
 cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t workspace_elements,
                               cudaStream_t stream, bool* taken) {
@@ -208,14 +245,21 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
   using Signed = std::make_signed_t<Bits>;
   constexpr bool kPairs = kPayload == PayloadKind::kValue;
   *taken = false;
-  const int64_t n = call.length;
+  const int64_t rows = call.rows, n = call.length;
   const auto* values = static_cast<const uint32_t*>(call.values);
   auto* out_values = static_cast<uint32_t*>(call.out_payload);
-  auto sort = [&](auto key, void* temp, size_t* bytes) {
+  auto sort = [&](auto key, void* temp, size_t* bytes) -> cudaError_t {
     using Key = decltype(key);
-    return cub_radix_sort_direct<Key, kPairs>(temp, bytes, static_cast<const Key*>(call.keys),
-                                              static_cast<Key*>(call.out_keys), values,
-                                              out_values, n, stream);
+    const auto* in = static_cast<const Key*>(call.keys);
+    auto* out = static_cast<Key*>(call.out_keys);
+    if (rows == 1) {
+      return cub_radix_sort_direct<Key, kPairs>(temp, bytes, in, out, values, out_values, n,
+                                                stream);
+    }
+    if constexpr (sizeof(Key) == 2 && !kPairs) {  // (tuning.h radix_direct: rows of 2 bytes)
+      return cub_segmented_radix_sort_keys_direct<Key>(temp, bytes, in, out, rows, n, stream);
+    }
+    return cudaErrorInvalidValue;
   };
   const bool is_signed = is_signed_integer(call.key_type);
   auto sort_own = [&](void* temp, size_t* bytes) {
@@ -228,10 +272,7 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
   *taken = true;
   if (cudaError_t err = sort_own(workspace, &have); err != cudaSuccess) return err;
   if (kPairs || !call.descending) return cudaSuccess;  // (tuning.h radix_direct: pairs ascend)
-  const auto blocks = static_cast<unsigned>(ceil_div(n / 2, kRadixEncodeTile));
-  if (blocks == 0) return cudaSuccess;
-  return launch_kernel(reverse_kernel<Bits>, blocks, kRadixEncodeThreads, stream,
-                       static_cast<Bits*>(call.out_keys), n);
+  return reverse_rows(static_cast<Bits*>(call.out_keys), rows, n, stream);
 }
 
 // The radix path of a sort (see the top); *taken = false (and nothing enqueued) where CUB needs
@@ -241,11 +282,16 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
                        cudaStream_t stream, bool* taken) {
   using Bits = typename Traits::Bits;
   constexpr bool kFloat = Traits::kind == KeyKind::kFloat;
+  constexpr int kKeyBytes = int(sizeof(Bits));
+  constexpr bool kPairs = kPayload != PayloadKind::kNone;
   *taken = false;
-  const int64_t n = call.length;
-  if (call.rows != 1 || n >= kRadixRowLimit) return cudaSuccess;
+  const int64_t rows = call.rows, n = call.length;
+  if (rows == 1 ? n >= kRadixRowLimit
+                : !segmented_radix_possible(kKeyBytes, kPairs ? 4 : 0, rows, n)) {
+    return cudaSuccess;
+  }
   if constexpr (!kFloat && kPayload != PayloadKind::kIndex) {
-    if (radix_direct(true, int(sizeof(Bits)), kPayload, call.value_bytes, call.descending)) {
+    if (radix_direct(true, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {
       if (cudaError_t err = radix_sort_direct<Traits, kPayload>(call, workspace,
                                                                 workspace_elements, stream, taken);
           err != cudaSuccess || *taken) {
@@ -257,14 +303,14 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       }
     }
   }
-  if constexpr (sizeof(Bits) == 8) return cudaSuccess;  // (8-byte keys: only direct, no instance)
-  const int64_t count_elements = radix_count_elements(n);
+  if constexpr (kKeyBytes == 8) return cudaSuccess;  // (8-byte keys: only direct, no instance)
+  const RadixTiles tiles = radix_tiles(rows, n);
+  const int64_t count_elements = radix_count_elements(rows, n);
   if (workspace_elements < count_elements) return cudaSuccess;
-  constexpr bool kPairs = kPayload != PayloadKind::kNone;
   auto* const out_keys = static_cast<Bits*>(call.out_keys);
   auto* const out_payload = static_cast<uint32_t*>(call.out_payload);
-  // The encode writes the outputs, CUB ping-pongs from there (one 8-bit pass a key byte on
-  // sm_90: an even count, ending in the outputs; key_side / value_side say where it ended).
+  // The encode writes the outputs, CUB ping-pongs from there (one row: one 8-bit pass a key byte
+  // on sm_90, an even count, ending in the outputs; key_side / value_side say where it ended).
   RadixBuffers<Bits> buffers{};
   buffers.keys[0] = out_keys;
   buffers.keys[1] = static_cast<Bits*>(call.spare_keys);
@@ -272,28 +318,32 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
     buffers.values[0] = out_payload;
     buffers.values[1] = static_cast<uint32_t*>(call.spare_payload);
   }
-  constexpr int kEndBit = 8 * int(sizeof(Bits));
+  constexpr int kEndBit = 8 * kKeyBytes;
+  auto cub_sort = [&](void* temp, size_t* bytes) -> cudaError_t {
+    if (rows == 1) return cub_radix_sort<Bits, kPairs>(temp, bytes, buffers, n, kEndBit, stream);
+    if constexpr (kKeyBytes == 2) {  // (tuning.h segmented_radix_possible)
+      return cub_segmented_radix_sort<Bits, kPairs>(temp, bytes, buffers, rows, n, kEndBit,
+                                                    stream);
+    }
+    return cudaErrorInvalidValue;
+  };
   size_t need = 0;
-  if (cudaError_t err =
-          cub_radix_sort<Bits, kPairs>(nullptr, &need, buffers, n, kEndBit, stream);
-      err != cudaSuccess) {
-    return err;
-  }
+  if (cudaError_t err = cub_sort(nullptr, &need); err != cudaSuccess) return err;
   void* temp = workspace + count_elements;
   size_t have = static_cast<size_t>(workspace_elements - count_elements) * sizeof(int32_t);
   if (need > have) return cudaSuccess;
   *taken = true;
 
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
-  const RadixCounts counts = radix_counts(workspace, n);
-  const unsigned blocks = static_cast<unsigned>(counts.blocks);
+  const RadixCounts counts = radix_counts(workspace, tiles);
+  const auto blocks = static_cast<unsigned>(tiles.blocks);
   const auto* keys = static_cast<const Bits*>(call.keys);
   const auto* values = static_cast<const uint32_t*>(call.values);
   const bool fixup = kFloat && call.keys_needed;
   auto* encode = fixup ? radix_encode_kernel<Traits, kPayload, kFloat>
                        : radix_encode_kernel<Traits, kPayload, false>;
-  if (cudaError_t err = launch_kernel(encode, blocks, kRadixEncodeThreads, stream, keys, values, n,
-                                      flip, buffers.keys[0], buffers.values[0], counts);
+  if (cudaError_t err = launch_kernel(encode, blocks, kRadixEncodeThreads, stream, keys, values,
+                                      tiles, flip, buffers.keys[0], buffers.values[0], counts);
       err != cudaSuccess) {
     return err;
   }
@@ -304,10 +354,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       return err;
     }
   }
-  if (cudaError_t err = cub_radix_sort<Bits, kPairs>(temp, &have, buffers, n, kEndBit, stream);
-      err != cudaSuccess) {
-    return err;
-  }
+  if (cudaError_t err = cub_sort(temp, &have); err != cudaSuccess) return err;
   const bool move_payload = kPairs && buffers.values[buffers.value_side] != out_payload;
   // (unsigned keys ascending, sorted into out_keys: their order keys are their bits)
   const bool keys_in_place = Traits::kind == KeyKind::kUnsigned && flip == 0 &&
@@ -316,9 +363,11 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   if (decode_keys || move_payload) {
     auto* decode = decode_keys ? radix_decode_kernel<Traits, kPayload, true>
                                : radix_decode_kernel<Traits, kPayload, false>;
-    if (cudaError_t err = launch_kernel(decode, blocks, kRadixEncodeThreads, stream,
+    const int64_t total = rows * n;
+    const auto flat_blocks = static_cast<unsigned>(ceil_div(total, kRadixEncodeTile));
+    if (cudaError_t err = launch_kernel(decode, flat_blocks, kRadixEncodeThreads, stream,
                                         buffers.keys[buffers.key_side],
-                                        buffers.values[buffers.value_side], n, flip, out_keys,
+                                        buffers.values[buffers.value_side], total, flip, out_keys,
                                         out_payload);
         err != cudaSuccess) {
       return err;
@@ -326,7 +375,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   }
   if (fixup) {
     if (cudaError_t err = launch_kernel(radix_fixup_kernel<Traits>, blocks, kRadixEncodeThreads,
-                                        stream, keys, n, call.descending, counts, out_keys);
+                                        stream, keys, tiles, call.descending, counts, out_keys);
         err != cudaSuccess) {
       return err;
     }

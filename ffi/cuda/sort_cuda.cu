@@ -26,12 +26,32 @@ bool short_keys_onesweep() {
 #endif
 }
 
-cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t n, size_t* bytes) {
-  if (n <= 0 || n >= kRadixRowLimit) return cudaErrorInvalidValue;
+cudaError_t radix_temp_bytes(int key_bytes, bool payload, bool direct, int64_t rows, int64_t n,
+                             size_t* bytes) {
+  if (n <= 0 || n >= kRadixRowLimit || rows <= 0) return cudaErrorInvalidValue;
   alignas(16) static uint32_t placeholder[4];  // a non-null payload CUB never touches here
   auto query = [&](auto bits) {
     using Bits = decltype(bits);
     using Signed = std::make_signed_t<Bits>;
+    if (rows > 1) {  // (CUB's segmented sort: 2-byte keys; direct, alone)
+      if (!segmented_radix_possible(int(sizeof(Bits)), payload ? 4 : 0, rows, n) ||
+          (direct && payload)) {
+        return cudaErrorInvalidValue;
+      }
+      if constexpr (sizeof(Bits) == 2) {
+        if (direct) {
+          return cub_segmented_radix_sort_keys_direct<Signed>(nullptr, bytes, nullptr, nullptr,
+                                                              rows, n, nullptr);
+        }
+        RadixBuffers<Bits> buffers{};
+        if (payload) buffers.values[0] = buffers.values[1] = placeholder;
+        return payload ? cub_segmented_radix_sort<Bits, true>(nullptr, bytes, buffers, rows, n,
+                                                              16, nullptr)
+                       : cub_segmented_radix_sort<Bits, false>(nullptr, bytes, buffers, rows, n,
+                                                               16, nullptr);
+      }
+      return cudaErrorInvalidValue;
+    }
     if constexpr (sizeof(Bits) == 8) {  // (only direct, alone: radix.cu)
       if (!direct || payload) return cudaErrorInvalidValue;
       return cub_radix_sort_direct<Signed, false>(nullptr, bytes, nullptr, nullptr, nullptr,

@@ -215,12 +215,15 @@ NB_MODULE(_cpu, m) {
       },
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
   m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
-        "int32 elements of the radix path's workspace for one row of n keys of key_bytes with a "
+        "int32 elements of the radix path's workspace for rows x n keys of key_bytes with a "
         "payload of payload_bytes, direct or not (tuning.h: the counting sort's counts, or the "
         "class counts, then CUB's temporary storage, with its spare buffers for the direct "
         "sort)");
+  m.def("radix_workspace_per_row", &jax_mergepath::radix_workspace_per_row,
+        "int32 elements a row of a batched call's radix path workspace, for rows of n keys "
+        "(tuning.h)");
   m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
-        "int32 elements of the radix path's class counts for n keys (tuning.h)");
+        "int32 elements of the radix path's class counts for rows x n keys (tuning.h)");
   m.def(
       "sort_takes_radix",
       [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length,

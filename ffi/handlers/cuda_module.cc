@@ -90,14 +90,17 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
   // (at least the merge sort's; the radix path checks for its own, optional, part)
   const auto have = static_cast<int64_t>(extra.get<ffi::AnyBuffer>(used).value()->element_count());
+  const bool keys_empty = call->spare_keys == nullptr;
+  // Empty spares: the lowering chose the direct sort, which then runs whatever the count of rows
+  // (a shard of a batch-sharded call may hold one row, below the length kAuto takes it from).
+  if (keys_empty) call->method = SortMethod::kRadix;
   const bool direct =
       sort_takes_direct_radix(call->method, is_integer_key(call->key_type), key_bytes,
                               call->payload, call->value_bytes, call->descending, call->rows,
                               call->length) &&
       have >= radix_workspace_elements(key_bytes, payload_bytes(call->payload, call->value_bytes),
-                                       call->length, /*direct=*/true);
+                                       call->rows, call->length, /*direct=*/true);
   const bool carry = call->payload != PayloadKind::kNone;
-  const bool keys_empty = call->spare_keys == nullptr;
   const bool payload_empty = carry && call->spare_payload == nullptr;
   if (carry && keys_empty != payload_empty) {
     return invalid("sort", "spare keys and spare payload must be both empty or both given");
@@ -178,16 +181,16 @@ NB_MODULE(_cuda, m) {
         "lowering sends them to the direct radix sort only then (cuda_entry.h)");
   m.def(
       "radix_temp_bytes",
-      [](int key_bytes, bool payload, bool direct, int64_t n) {
+      [](int key_bytes, bool payload, bool direct, int64_t rows, int64_t n) {
         size_t bytes = 0;
         if (cudaError_t err =
-                jax_mergepath::radix_temp_bytes(key_bytes, payload, direct, n, &bytes);
+                jax_mergepath::radix_temp_bytes(key_bytes, payload, direct, rows, n, &bytes);
             err != cudaSuccess) {
           throw std::runtime_error(cudaGetErrorString(err));
         }
         return bytes;
       },
-      "CUB's temporary storage bytes for the radix path's sort of n keys of key_bytes, with a "
-      "4-byte payload or none, or direct (integer keys), on the current device (a test "
+      "CUB's temporary storage bytes for the radix path's sort of rows x n keys of key_bytes, "
+      "with a 4-byte payload or none, or direct (integer keys), on the current device (a test "
       "hook of tuning.h's bound)");
 }

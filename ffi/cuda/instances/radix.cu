@@ -2,7 +2,8 @@
 // compile time is CUB's headers, paid once (docs/performance.md, "Kernel instances"). Order keys
 // of 2 and 4 bytes alone and with a 4-byte payload; integer keys direct, as their own signed or
 // unsigned type (the unsigned ones share the order keys' kernels): 2 and 4 bytes alone and with
-// 4-byte values, 8 bytes alone (tuning.h radix_direct).
+// 4-byte values, 8 bytes alone (tuning.h radix_direct); rows (CUB's segmented sort) of 2-byte
+// order keys alone and with a 4-byte payload, and of 2-byte integer keys alone direct.
 #include "../radix_cub.cuh"
 
 namespace jax_mergepath {
@@ -29,5 +30,20 @@ JMP_RADIX_DIRECT(int32_t, false)
 JMP_RADIX_DIRECT(int32_t, true)
 JMP_RADIX_DIRECT(uint64_t, false)
 JMP_RADIX_DIRECT(int64_t, false)
+
+template cudaError_t cub_segmented_radix_sort<uint16_t, false>(void*, size_t*,
+                                                               RadixBuffers<uint16_t>&, int64_t,
+                                                               int64_t, int, cudaStream_t);
+template cudaError_t cub_segmented_radix_sort<uint16_t, true>(void*, size_t*,
+                                                              RadixBuffers<uint16_t>&, int64_t,
+                                                              int64_t, int, cudaStream_t);
+template cudaError_t cub_segmented_radix_sort_keys_direct<uint16_t>(void*, size_t*,
+                                                                    const uint16_t*, uint16_t*,
+                                                                    int64_t, int64_t,
+                                                                    cudaStream_t);
+template cudaError_t cub_segmented_radix_sort_keys_direct<int16_t>(void*, size_t*,
+                                                                   const int16_t*, int16_t*,
+                                                                   int64_t, int64_t,
+                                                                   cudaStream_t);
 
 }  // namespace jax_mergepath

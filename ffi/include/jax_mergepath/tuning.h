@@ -566,15 +566,29 @@ constexpr int64_t scatter_workspace_elements(int64_t n) {
   return kCountingBins * ((n + kScatterTile - 1) / kScatterTile) + kCountingBins;
 }
 
+// Rows of 2-byte keys (more than one row, each longer than kRadixShortestRow, fewer than 2^31
+// keys in all: CUB's int offsets), alone or with a 4-byte payload, run CUB's segmented radix
+// sort (a block a row a digit pass, as XLA's batched sort): the merge sort of 2-byte keys is
+// bound by instructions, not bytes, and lost to it (docs/performance.md, "Radix dispatch").
+// kAuto takes it for rows from kSegmentedRadixMinLength keys.
+inline constexpr int64_t kSegmentedRadixMinLength = int64_t{1} << 14;
+
+constexpr bool segmented_radix_possible(int key_bytes, int payload_bytes, int64_t rows,
+                                        int64_t length) {
+  return key_bytes == 2 && (payload_bytes == 0 || payload_bytes == 4) && rows > 1 &&
+         length > kRadixShortestRow && rows < kRadixRowLimit / length;
+}
+
 // Whether CUB's radix sort can run a sort: one row longer than kRadixShortestRow (the sort's
 // length < 2^31), keys of 2 or 4 bytes, alone or with a 4-byte payload (argsort's positions,
 // or 4-byte values), or 8-byte integer keys alone (`integer_keys`: only the direct sort,
-// radix_direct). One-byte keys are counted (above). Other 8-byte sorts stay with the merge sort:
-// on order keys the radix path measured no faster (docs/performance.md, "Radix dispatch"), and
-// its CUB instances would cost build time.
+// radix_direct); or rows of 2-byte keys (segmented_radix_possible). One-byte keys are counted
+// (above). Other 8-byte sorts stay with the merge sort: on order keys the radix path measured no
+// faster (docs/performance.md, "Radix dispatch"), and its CUB instances would cost build time.
 constexpr bool cub_radix_possible(int key_bytes, int payload_bytes, int64_t rows, int64_t length,
                                   bool integer_keys) {
-  if (rows != 1 || length <= kRadixShortestRow || length >= kRadixRowLimit) return false;
+  if (rows != 1) return segmented_radix_possible(key_bytes, payload_bytes, rows, length);
+  if (length <= kRadixShortestRow || length >= kRadixRowLimit) return false;
   if (key_bytes == 8) return integer_keys && payload_bytes == 0;
   return (payload_bytes == 0 || payload_bytes == 4) && (key_bytes == 2 || key_bytes == 4);
 }
@@ -590,9 +604,10 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 // The shortest row from which kAuto takes the radix path, by key and payload width: where the
 // forced radix sort first measured faster than the forced merge sort (perf/sort_grid.py on an
 // H100; docs/performance.md, "Radix dispatch").
-constexpr int64_t radix_min_length(int key_bytes, int payload_bytes) {
+constexpr int64_t radix_min_length(int key_bytes, int payload_bytes, int64_t rows) {
   if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
   if (key_bytes == 1) return kScatterMinLength;
+  if (rows > 1) return kSegmentedRadixMinLength;
   // 8-byte integer keys alone (direct), H100 user-visible us, merge vs direct: 2^21 209.9 vs
   // 264.6, 2^22 480.9 vs 415.7 (XLA's CUB 417.6)
   if (key_bytes == 8) return int64_t{1} << 22;
@@ -608,22 +623,23 @@ constexpr bool sort_takes_radix(SortMethod method, int key_bytes, int payload_by
       !radix_possible(key_bytes, payload_bytes, rows, length, integer_keys)) {
     return false;
   }
-  return method == SortMethod::kRadix || length >= radix_min_length(key_bytes, payload_bytes);
+  return method == SortMethod::kRadix || length >= radix_min_length(key_bytes, payload_bytes, rows);
 }
 
 // The direct radix sort (radix_sort.cuh radix_sort_direct): integer keys of 2 or 4 bytes, alone
 // or with one 4-byte value array ascending, and of 8 bytes alone, are sorted by CUB straight from
 // the inputs into the outputs, the keys as their own type (CUB orders signed and unsigned
 // integers as ordering.h does; equal integer keys are equal bits, and CUB's sort is stable, so
-// the result is the stable sort's): no encode or decode pass. CUB's spare buffers then live in
-// the workspace (radix_workspace_elements, direct), and the lowering leaves the sort's own spare
-// buffers empty, so the call holds one spare array a buffer either way. Keys alone descending: the
-// ascending result reversed in place (equal keys being equal bits; CUB's descending kernels would
-// be more instances to build). Values descending keep the order-key path (a reversal would
-// reverse their ties).
+// the result is the stable sort's): no encode or decode pass. Rows (CUB's segmented sort): 2-byte
+// keys alone. CUB's spare buffers then live in the workspace (radix_workspace_elements, direct),
+// and the lowering leaves the sort's own spare buffers empty, so the call holds one spare array a
+// buffer either way. Keys alone descending: the ascending result reversed in place, a row at a
+// time (equal keys being equal bits; CUB's descending kernels would be more instances to build).
+// Values descending keep the order-key path (a reversal would reverse their ties).
 constexpr bool radix_direct(bool integer_keys, int key_bytes, PayloadKind payload,
-                            int value_bytes, bool descending) {
+                            int value_bytes, bool descending, int64_t rows) {
   if (!integer_keys || (key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) return false;
+  if (rows > 1) return key_bytes == 2 && payload == PayloadKind::kNone;
   return payload == PayloadKind::kNone ||
          (key_bytes != 8 && payload == PayloadKind::kValue && value_bytes == 4 && !descending);
 }
@@ -631,7 +647,7 @@ constexpr bool radix_direct(bool integer_keys, int key_bytes, PayloadKind payloa
 constexpr bool sort_takes_direct_radix(SortMethod method, bool integer_keys, int key_bytes,
                                        PayloadKind payload, int value_bytes, bool descending,
                                        int64_t rows, int64_t length) {
-  return radix_direct(integer_keys, key_bytes, payload, value_bytes, descending) &&
+  return radix_direct(integer_keys, key_bytes, payload, value_bytes, descending, rows) &&
          sort_takes_radix(method, key_bytes, payload_bytes(payload, value_bytes), rows, length,
                           integer_keys);
 }
@@ -653,19 +669,28 @@ constexpr bool sort_takes_direct_radix(SortMethod method, bool integer_keys, int
 inline constexpr int64_t kRadixMinOnesweepTile = 3840;
 inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 
-// int32 elements of the radix path's workspace for one row of n keys: the counting sort's
-// counts, or the encode blocks' class counts (3 a block) and the 4 totals, then CUB's temporary
-// storage (a bound in bytes / 4); the direct sort (radix_direct) needs no counts but CUB's spare
-// keys and values.
-constexpr int64_t radix_count_elements(int64_t n) {
-  return 3 * ((n + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
+// int32 elements of the radix path's workspace for rows x length keys: the counting sort's
+// counts, or the encode blocks' class counts (3 a block; blocks never span two rows) and the 4
+// totals, then CUB's temporary storage (a bound in bytes / 4); the direct sort (radix_direct)
+// needs no counts but CUB's spare keys and values. CUB's segmented sort (rows) asks for its
+// allocations each rounded up to 256 bytes plus 255: none with DoubleBuffers, the spare keys
+// direct.
+constexpr int64_t radix_count_elements(int64_t rows, int64_t length) {
+  return 3 * rows * ((length + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
 }
 
-constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t n,
-                                           bool direct) {
+inline constexpr int64_t kSegmentedCubBytes = 2 * 256;  // (beside the spare keys, direct)
+
+constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int64_t rows,
+                                           int64_t length, bool direct) {
+  const int64_t n = length;
   if (counting_possible(key_bytes, payload_bytes, n)) return n > kCountingTile ? kCountingBins : 0;
   if (key_bytes == 1) {
     return scatter_possible(1, payload_bytes, 1, n) ? scatter_workspace_elements(n) : 0;
+  }
+  if (rows > 1) {
+    if (direct) return (rows * length * key_bytes + kSegmentedCubBytes + 3) / 4;
+    return radix_count_elements(rows, length) + kSegmentedCubBytes / 4;
   }
   const int64_t portions = n / kRadixPortionAtLeast + 1;
   const int64_t portion_keys = n < (int64_t{1} << 28) ? n : (int64_t{1} << 28);
@@ -675,7 +700,19 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
   const int64_t counters_bytes = portions * key_bytes * 4 + 255;
   const int64_t cub_bytes = bins_bytes + lookback_bytes + counters_bytes + 255 + 2 * 256;
   if (direct) return (cub_bytes + n * (key_bytes + payload_bytes) + 2 * 255 + 3) / 4;
-  return radix_count_elements(n) + (cub_bytes + 3) / 4;
+  return radix_count_elements(1, n) + (cub_bytes + 3) / 4;
+}
+
+// The radix path's workspace a row of a batched call (rows >= 1 unknown at lowering: a shard of
+// a batch-sharded call holds some): for CUB's segmented sort at least radix_workspace_elements /
+// rows for rows >= 2, and, direct, one row's whole need (a call whose spare buffers are empty
+// takes the direct sort at whatever count of rows it has: cuda_module.cc); none for other keys
+// (rows of one-byte keys are counted a block a row, without workspace).
+constexpr int64_t radix_workspace_per_row(int key_bytes, int payload_bytes, int64_t length,
+                                          bool direct) {
+  if (!segmented_radix_possible(key_bytes, payload_bytes, 2, length)) return 0;
+  if (direct) return radix_workspace_elements(key_bytes, payload_bytes, 1, length, true);
+  return radix_count_elements(1, length) + kSegmentedCubBytes / 4;
 }
 
 // ... after the block sort the CUDA sort takes (cuda_sort_shape; the CPU sort needs none). The
