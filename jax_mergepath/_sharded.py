@@ -242,10 +242,12 @@ def _mesh_max(x: jax.Array, axis_name: AxisName) -> jax.Array:
     """x's maximum over every manual axis of the mesh (and axis_name): the trip count of a loop
     whose body holds a ppermute must agree on every device of the mesh, not only along
     axis_name (XLA's collective permute of one mesh axis is one operation over all the mesh's
-    devices; a 2-D mesh's rows would otherwise wait on each other)."""
+    devices; a 2-D mesh's rows would otherwise wait on each other). x is typed varying over
+    them all first (jax 0.11 refuses a pmax over an axis along which its input is invariant)."""
     names = axis_name if isinstance(axis_name, tuple) else (axis_name,)
     manual = tuple(jax.sharding.get_abstract_mesh().manual_axes)
-    return lax.pmax(x, tuple(dict.fromkeys((*manual, *names))))
+    axes = tuple(dict.fromkeys((*manual, *names)))
+    return lax.pmax(_varying(x, axes), axes)
 
 
 def _exchange_ragged(bits, send_at, recv_at, sent, received, axis_name):

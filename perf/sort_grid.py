@@ -4,6 +4,13 @@ XLA spelling of the same call, in one process on one device, alternating, the me
 `--rounds` rounds (user-visible: back-to-back jitted calls, blocked once a round).
 
     python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING] [--kernel]
+    python -m perf.sort_grid --recheck GRID.json [--runs 5] [--json PATH]
+
+--recheck measures again, in --runs separate runs (fresh inputs of another seed, every variant
+compiled afresh, in the same alternating rounds), each cell of an earlier grid that was below
+the floor (FLOOR x the XLA spelling's time as dispatched), and gives a cell the median of its
+runs' times: the issue's "median over at least 5 alternating runs" for cells whose single runs
+move by more than the floor's margin.
 
 Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^19, 2^20 and 2^24 keys,
 sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, and rows (4096 x 256,
@@ -36,6 +43,8 @@ from jax_mergepath import _cpu, _ffi
 from perf.bench.trace import traced
 
 jax.config.update("jax_enable_x64", True)
+
+FLOOR = 0.97  # the speed floor: as dispatched at least this x the fastest XLA spelling
 
 DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "uint32",
              "float32", "int64", "float64"]  # fmt: skip
@@ -175,8 +184,9 @@ def kernel_times(cell: Cell, variants: dict[str, Callable], args: tuple, repeats
             cell.events[k] = {name: ns / repeats / 1e9 for name, ns in top}
 
 
-def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False) -> None:
-    x = keys_for(cell, 1)
+def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False,
+             seed: int = 1) -> None:
+    x = keys_for(cell, seed)
     args: tuple = (x,)
     if cell.op == "sort_by_key":
         args = (x, jax.random.normal(jax.random.key(2), cell.shape, jnp.float32))
@@ -229,6 +239,37 @@ def line(cell: Cell) -> str:
     return text
 
 
+def recheck(path: str, runs: int, rounds: int, target_s: float, out: str) -> None:
+    """The cells of the grid in `path` below the floor, each measured in `runs` more runs."""
+    with open(path) as f:
+        earlier = json.load(f)["cells"]
+    below = [c for c in earlier if c["times"]["xla"] / c["times"]["auto"] < FLOOR]
+    found = []
+    for old in below:
+        times: dict[str, list[float]] = {}
+        for run in range(runs):
+            cell = Cell(old["name"], old["op"], old["dtype"], tuple(old["shape"]),
+                        old["presorted"])
+            run_cell(cell, rounds, target_s, seed=2 + run)
+            for k, v in cell.times.items():
+                times.setdefault(k, []).append(v)
+        ratios = [x / a for x, a in zip(times["xla"], times["auto"], strict=True)]
+        median = {k: statistics.median(v) for k, v in times.items()}
+        found.append({"name": old["name"], "earlier": old["times"], "runs": times,
+                      "median": median, "dispatched": cell.dispatched})
+        print(f"{old['name']:34s} earlier {old['times']['xla'] / old['times']['auto']:.2f}x; "
+              f"runs " + " ".join(f"{r:.2f}x" for r in ratios) +
+              f"; median of runs xla {median['xla'] * 1e6:.1f} auto {median['auto'] * 1e6:.1f} us"
+              f" = {median['xla'] / median['auto']:.2f}x", flush=True)
+        if out:
+            with open(out, "w") as f:
+                json.dump({"device": jax.devices()[0].device_kind, "runs": runs,
+                           "rounds": rounds, "cells": found}, f, indent=1)
+    still = [c for c in found if c["median"]["xla"] / c["median"]["auto"] < FLOOR]
+    print(f"{len(found)} cells below {FLOOR}x rechecked in {runs} runs; median of runs still "
+          f"below: {len(still)} ({', '.join(c['name'] for c in still)})", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="a few cells (a smoke run)")
@@ -238,7 +279,12 @@ def main() -> None:
     p.add_argument("--json", default="", help="write the cells here")
     p.add_argument("--only", default="", help="cells whose name contains this")
     p.add_argument("--kernel", action="store_true", help="kernel times from a profiler trace")
+    p.add_argument("--recheck", default="", help="a grid's JSON: its cells below the floor")
+    p.add_argument("--runs", type=int, default=5, help="runs a rechecked cell")
     a = p.parse_args()
+    if a.recheck:
+        recheck(a.recheck, a.runs, a.rounds, a.target_ms / 1e3, a.json)
+        return
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, x64 on, "
           f"median of {a.rounds} alternating rounds, user-visible us a call", flush=True)
