@@ -13,8 +13,9 @@ runs' ratios (each run alternates the variants): the median over several runs fo
 single runs move by more than the floor's margin.
 
 Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^19, 2^20 and 2^24 keys,
-sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, and rows (4096 x 256,
-256 x 65536, 2^16 x 64) of 7 key dtypes. The XLA spellings: sort `jnp.sort`; argsort
+sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, rows (4096 x 256,
+256 x 65536, 2^16 x 64) of 7 key dtypes, and rows of 2048, 8192 and 16384 int16 / float16 keys
+(around tuning.h kSegmentedRadixMinLength). The XLA spellings: sort `jnp.sort`; argsort
 `lax.sort((x, iota int32), num_keys=1)` (then `astype(int64)` where ours returns int64, x64 on);
 sort_by_key `lax.sort((k, v), num_keys=1)`. Each cell first checks that the forced merge and
 radix sorts agree bit for bit. On the CPU (which ignores the method) "merge" is the CPU sort as
