@@ -284,11 +284,12 @@ def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
     batch = keys.shape[:-1]
-    one_row = all(isinstance(d, int) for d in batch) and math.prod(batch) == 1
+    rows = math.prod(batch) if all(isinstance(d, int) for d in batch) else None
+    one_row = rows == 1
     shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
     integer_keys = keys.dtype.kind in "biu"
     direct = _ffi.sort_takes_direct_radix(
-        *shape, one_row=one_row, integer_keys=integer_keys, descending=descending
+        *shape, one_row=one_row, integer_keys=integer_keys, descending=descending, rows=rows
     )
     per_row = _ffi.sort_workspace_per_row(
         *shape, one_row=one_row, integer_keys=integer_keys, direct=direct

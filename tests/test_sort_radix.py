@@ -8,6 +8,9 @@
 # stays under it.
 from __future__ import annotations
 
+import glob
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -99,7 +102,14 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                                                         descending=descending)
                     batched = _ffi.sort_takes_direct_radix(
                         key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
+                        descending=descending, rows=2)
+                    # (a symbolic count of rows, or 2^31 keys or more in all: the spares stay)
+                    assert not _ffi.sort_takes_direct_radix(
+                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
                         descending=descending)
+                    assert not _ffi.sort_takes_direct_radix(
+                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
+                        descending=descending, rows=-(-2**31 // n))
                     one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
                                                              one_row=True, integer_keys=integer,
                                                              direct=True)
@@ -424,6 +434,41 @@ def test_segmented_radix_rows(rng, dtype, descending):
         values = rng.standard_normal(shape).astype(np.float32)
         _same_three_ways(lambda a, v: jmp.sort_by_key(a, v, descending=descending), x, values,
                          what=f"sort_by_key {what}")
+
+
+def _gpu_kernel_names(fn: Callable, *args: Any) -> set[str]:
+    """The names of the GPU kernels one call of fn(*args) (already compiled) runs, from a
+    profiler trace: which path a sort took, where the results alone cannot tell."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jax.profiler.start_trace(tmp)
+        try:
+            jax.block_until_ready(fn(*args))
+        finally:
+            jax.profiler.stop_trace()
+        paths = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)
+        data = jax.profiler.ProfileData.from_file(paths[0])
+        return {ev.name for plane in data.planes if plane.name.startswith("/device:GPU")
+                for line in plane.lines for ev in line.events}
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.int16, np.float16], ids=dtype_id)
+def test_segmented_radix_path_runs(rng, dtype):
+    # The segmented sort declines silently (the merge sort then runs, with the same bits) when
+    # its workspace falls short: the trace shows that CUB's segmented kernels ran instead, for
+    # keys alone, argsort and a value, forced and as dispatched (rows of 2^14 keys).
+    x = random_keys(rng, dtype, (5, 2**14), "random")
+    v = np.arange(x.size, dtype=np.float32).reshape(x.shape)
+    calls = {"sort": (lambda a: jmp.sort(a, descending=True), (x,)),
+             "argsort": (lambda a: jmp.argsort(a), (x,)),
+             "sort_by_key": (lambda a, b: jmp.sort_by_key(a, b), (x, v))}
+    for method in ("radix", "auto"):
+        for name, (fn, args) in calls.items():
+            with _ffi.forced_sort_method(method):
+                f = jax.jit(lambda *a, fn=fn: fn(*a))
+                jax.block_until_ready(f(*args))
+            names = _gpu_kernel_names(f, *args)
+            assert any("SegmentedRadixSort" in k for k in names), (name, method, sorted(names))
 
 
 @gpu

@@ -710,7 +710,8 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
 // a batch-sharded call holds some): for CUB's segmented sort at least radix_workspace_elements /
 // rows for rows >= 2, and, direct, one row's whole need (a call whose spare buffers are empty
 // takes the direct sort at whatever count of rows it has: cuda_module.cc); none for other keys
-// (rows of one-byte keys are counted a block a row, without workspace).
+// (rows of one-byte keys are counted a block a row, without workspace). A one-row shard of a
+// batched call that is not direct finds too little for the one-row radix sort and merge-sorts.
 constexpr int64_t radix_workspace_per_row(int key_bytes, int payload_bytes, int64_t length,
                                           bool direct) {
   if (!segmented_radix_possible(key_bytes, payload_bytes, 2, length)) return 0;
