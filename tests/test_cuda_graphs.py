@@ -36,9 +36,9 @@ SCRIPT = textwrap.dedent(
     assert np.array_equal(np.asarray(graph[2]), 2 * want_out.astype(np.float32))
     assert bool(np.all(np.asarray(graph[3])))
 
-    # the sort's radix path (CUB, its memsets and our kernels) captured too: 1-D, >= 2^19 keys
-    c = rng.integers(-(2**31), 2**31, 2**19 + 3).astype(np.int32)
-    f = rng.standard_normal(2**19 + 3).astype(np.float32)
+    # the sort's radix path (CUB, its memsets and our kernels) captured too: 1-D, >= 2^20 keys
+    c = rng.integers(-(2**31), 2**31, 2**20 + 3).astype(np.int32)
+    f = rng.standard_normal(2**20 + 3).astype(np.float32)
     f[::97] = -0.0
     sorts = jax.jit(lambda c, f: (jmp.sort(c), jmp.argsort(f), jmp.sort(f)))(c, f)
     assert np.array_equal(np.asarray(sorts[0]), np.sort(c))
