@@ -147,22 +147,21 @@ def sort_workspace_per_row(
 
 
 def sort_takes_direct_radix(
-    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool,
-    integer_keys: bool, descending: bool, rows: int | None = None,
+    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, rows: int | None,
+    integer_keys: bool, descending: bool,
 ) -> bool:
-    """Whether a CUDA sort takes the direct radix sort (tuning.h radix_direct: one row of 2-,
-    4- or 8-byte integer keys alone, or of 2 or 4 bytes with 4-byte values ascending; batched
-    rows of 2-byte integer keys alone, `rows` of them, a static count, fewer than 2^31 keys in
-    all; under the current sort_method()): its spare buffers are then empty, CUB's being in the
-    workspace that sort_workspace_per_row(direct=True) gives it, so no call holds two spare
-    arrays."""
-    if not isinstance(length, int) or not (one_row or isinstance(rows, int)):
+    """Whether a CUDA sort of `rows` rows (their static count; None where the batch shape is
+    symbolic) takes the direct radix sort (tuning.h radix_direct: one row of 2-, 4- or 8-byte
+    integer keys alone, or of 2 or 4 bytes with 4-byte values ascending; rows of 2-byte integer
+    keys alone, fewer than 2^31 keys in all; under the current sort_method()): its spare buffers
+    are then empty, CUB's being in the workspace that sort_workspace_per_row(direct=True) gives
+    it, so no call holds two spare arrays."""
+    if not isinstance(length, int) or not isinstance(rows, int):
         return False
     if key_bytes == 2 and not short_keys_onesweep():
         return False
     return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, int(payload),
-                                             value_bytes, descending, 1 if one_row else rows,
-                                             length))
+                                             value_bytes, descending, rows, length))
 
 
 def short_keys_onesweep() -> bool:

@@ -285,14 +285,13 @@ def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     keys = ctx.avals_in[0]
     batch = keys.shape[:-1]
     rows = math.prod(batch) if all(isinstance(d, int) for d in batch) else None
-    one_row = rows == 1
     shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
     integer_keys = keys.dtype.kind in "biu"
     direct = _ffi.sort_takes_direct_radix(
-        *shape, one_row=one_row, integer_keys=integer_keys, descending=descending, rows=rows
+        *shape, rows=rows, integer_keys=integer_keys, descending=descending
     )
     per_row = _ffi.sort_workspace_per_row(
-        *shape, one_row=one_row, integer_keys=integer_keys, direct=direct
+        *shape, one_row=rows == 1, integer_keys=integer_keys, direct=direct
     )
     splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
     workspace = (*_sort_workspace(ctx, payload, spares_empty=direct), splits)

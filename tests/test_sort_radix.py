@@ -97,19 +97,19 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                 with _ffi.forced_sort_method(method):
                     one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True,
                                                       integer_keys=integer)
-                    goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, one_row=True,
+                    goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, rows=1,
                                                         integer_keys=integer,
                                                         descending=descending)
                     batched = _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
-                        descending=descending, rows=2)
+                        key_bytes, payload, 4, n, rows=2, integer_keys=integer,
+                        descending=descending)
                     # (a symbolic count of rows, or 2^31 keys or more in all: the spares stay)
                     assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
+                        key_bytes, payload, 4, n, rows=None, integer_keys=integer,
                         descending=descending)
                     assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, one_row=False, integer_keys=integer,
-                        descending=descending, rows=-(-2**31 // n))
+                        key_bytes, payload, 4, n, rows=-(-2**31 // n), integer_keys=integer,
+                        descending=descending)
                     one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
                                                              one_row=True, integer_keys=integer,
                                                              direct=True)

@@ -48,21 +48,33 @@ struct RowBounds {
   __host__ __device__ int operator[](int row) const { return (row + shift) * length; }
 };
 
+// rows x length keys as CUB's segmented sort takes them (rows * length < 2^31: tuning.h
+// segmented_radix_possible).
+struct RowSegments {
+  int items, segments;
+  RowBounds starts, ends;
+};
+
+inline RowSegments row_segments(int64_t rows, int64_t length) {
+  const int l = static_cast<int>(length);
+  return {static_cast<int>(rows * length), static_cast<int>(rows), {l, 0}, {l, 1}};
+}
+
 template <typename Bits, bool kPairs>
 cudaError_t cub_segmented_radix_sort(void* temp, size_t* temp_bytes, RadixBuffers<Bits>& buffers,
                                      int64_t rows, int64_t length, int end_bit,
                                      cudaStream_t stream) {
   cub::DoubleBuffer<Bits> keys(buffers.keys[0], buffers.keys[1]);
-  const int n = static_cast<int>(rows * length), segments = static_cast<int>(rows);
-  const RowBounds starts{static_cast<int>(length), 0}, ends{static_cast<int>(length), 1};
+  const RowSegments s = row_segments(rows, length);
   cudaError_t err;
   if constexpr (!kPairs) {
-    err = cub::DeviceSegmentedRadixSort::SortKeys(temp, *temp_bytes, keys, n, segments, starts,
-                                                  ends, 0, end_bit, stream);
+    err = cub::DeviceSegmentedRadixSort::SortKeys(temp, *temp_bytes, keys, s.items, s.segments,
+                                                  s.starts, s.ends, 0, end_bit, stream);
   } else {
     cub::DoubleBuffer<uint32_t> values(buffers.values[0], buffers.values[1]);
-    err = cub::DeviceSegmentedRadixSort::SortPairs(temp, *temp_bytes, keys, values, n, segments,
-                                                   starts, ends, 0, end_bit, stream);
+    err = cub::DeviceSegmentedRadixSort::SortPairs(temp, *temp_bytes, keys, values, s.items,
+                                                   s.segments, s.starts, s.ends, 0, end_bit,
+                                                   stream);
     buffers.value_side = values.selector;
   }
   buffers.key_side = keys.selector;
@@ -73,11 +85,10 @@ template <typename Key>
 cudaError_t cub_segmented_radix_sort_keys_direct(void* temp, size_t* temp_bytes,
                                                  const Key* keys_in, Key* keys_out, int64_t rows,
                                                  int64_t length, cudaStream_t stream) {
-  const int n = static_cast<int>(rows * length), segments = static_cast<int>(rows);
-  const RowBounds starts{static_cast<int>(length), 0}, ends{static_cast<int>(length), 1};
-  return cub::DeviceSegmentedRadixSort::SortKeys(temp, *temp_bytes, keys_in, keys_out, n,
-                                                 segments, starts, ends, 0, 8 * int(sizeof(Key)),
-                                                 stream);
+  const RowSegments s = row_segments(rows, length);
+  return cub::DeviceSegmentedRadixSort::SortKeys(temp, *temp_bytes, keys_in, keys_out, s.items,
+                                                 s.segments, s.starts, s.ends, 0,
+                                                 8 * int(sizeof(Key)), stream);
 }
 
 }  // namespace jax_mergepath
