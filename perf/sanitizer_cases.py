@@ -103,9 +103,9 @@ def sort_cases(rng: np.random.Generator) -> None:
         k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
         check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
         check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
-    # Quad passes (tuning.h sort_uses_quads: >= 2^27 bytes a pass for 8-byte elements): argsort
-    # of int32 keys (4 + 4 bytes), 15 merge levels after the 2816-key tile, 14 (seven quads)
-    # after the wide 5888-key one it takes.
+    # Quad and eight-way passes (tuning.h sort_pass_factor: 8-byte elements from 2^29 bytes a
+    # pass): argsort of int32 keys (4 + 4 bytes), 15 merge levels after the 2816-key tile, 14
+    # after the wide 5888-key one it takes: a quad pass, then four eight-way passes.
     big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
     with _ffi.forced_sort_method("merge"):  # (as dispatched, this one row takes CUB's radix sort)
         check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")

@@ -37,7 +37,7 @@ from sort_checks import (
 )
 
 import jax_mergepath as jmp
-from jax_mergepath import _cpu
+from jax_mergepath import _cpu, _ffi
 
 pytestmark = pytest.mark.requires_gpu
 
@@ -81,12 +81,16 @@ def test_gpu_tile_sweep(rng, dtype, descending):
             check_sort(x, descending=descending, what=f"gpu {pattern}")
 
 
-# Sorts of 4- or 8-byte keys, alone or with argsort's positions, that move at least tuning.h's
-# quad_min_bytes a pass merge four runs a pass (quad passes): an even count of two-way levels after
-# the block sort, or an odd one (a two-way pass first; or, 4-byte keys alone or with 4-byte
-# payloads, the wide block sort's tile where it leaves fewer passes), quads of one to three runs
-# (a row's last), sorted rows that skip every pass, both directions; keys alone (4 and 8 bytes),
-# argsort (keys with int32 positions: 4 + 4 and 8 + 4 bytes) and sort_by_key (4 + 4 bytes).
+# Merge sorts (forced: as dispatched, most of these take the radix path) of 4- or 8-byte keys,
+# alone or with argsort's positions, that move at least tuning.h's quad_min_bytes a pass merge
+# four runs a pass (quad passes): an even count of two-way levels after the block sort, or an odd
+# one (a two-way pass first; or, 4-byte keys alone or with 4-byte payloads, the wide block sort's
+# tile where it leaves fewer passes), quads of one to three runs (a row's last), sorted rows that
+# skip every pass, both directions; keys alone (4 and 8 bytes), argsort (keys with int32
+# positions: 4 + 4 and 8 + 4 bytes) and sort_by_key (4 + 4 bytes). Elements over 4 bytes from
+# kEightWayMinBytes (2^29) a pass merge eight runs a pass (eight-way passes, "8w" below: after a
+# quad or a two-way pass where the levels are not a multiple of three), groups of one to seven
+# runs at a row's end.
 _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
     ("sort", np.uint32, (3, 3 * 2**23 + 7), False, "random"),  # rows of 13 levels: wide, 12
@@ -94,18 +98,18 @@ _QUAD_CASES = [
     ("sort", np.int32, (81_788_929,), False, "random"),  # wide: more workspace than the 4352 tile's
     ("sort", np.uint32, (78_000_000,), True, "few"),  # wide, 13 levels: a two-way pass, 6 quads
     ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: wide, 14 (7 quads)
-    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels
-    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: wide, 14
+    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels: 8w
+    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: wide, 14; 8w
     ("argsort", np.int32, (47_000_000,), False, "random"),  # 15 levels: wide, 13 (two-way first)
-    ("argsort", np.float32, (2**26 + 7,), False, "special"),  # wide; NaN-last tiles
+    ("argsort", np.float32, (2**26 + 7,), False, "special"),  # wide; NaN-last tiles; 8w
     ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest; wide
     ("sort_by_key", np.int32, (2**24 + 3,), False, "few"),  # 4-byte values: the wide block sort
     ("sort", np.int32, (2**26 + 1,), False, "random"),  # 256 MB: 4-byte elements' smallest
-    ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13 levels
+    ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13 levels; 8w
     ("argsort", np.float64, (2**24 + 5,), False, "special"),  # wide, 11 levels; NaN-last
-    ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels
+    ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels; 8w
     ("sort_by_key", np.int64, (2**24 + 5,), True, "random"),  # wide (8 + 4-byte values), 11
-    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide; row 1 sorted
+    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide; row 1 sorted; 8w
 ]
 
 
@@ -118,12 +122,13 @@ def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
     x = sort_input(rng, dtype, shape, pattern, descending=descending)
     if len(shape) == 2:
         x[1] = np.sort(x[1])
-    if op == "sort_by_key":
-        values = rng.integers(-(2**31), 2**31, x.shape, dtype=np.int64).astype(np.int32)
-        check_sort_by_key(x, values, descending=descending)
-        return
-    check = check_argsort_only if op == "argsort" else check_sort_only
-    check(x, descending=descending)
+    with _ffi.forced_sort_method("merge"):
+        if op == "sort_by_key":
+            values = rng.integers(-(2**31), 2**31, x.shape, dtype=np.int64).astype(np.int32)
+            check_sort_by_key(x, values, descending=descending)
+            return
+        check = check_argsort_only if op == "argsort" else check_sort_only
+        check(x, descending=descending)
 
 
 # float32 tiles without NaN and -0.0 sort by plain compares and, keys alone, a min / max network

@@ -1,11 +1,11 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host
 # (docs/architecture.md: CPU CI tests the index arithmetic the GPU depends on): the rows kernel's
 # shape (tuning.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for every
-# key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
-# quad_co_rank); which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
-# only where it leaves fewer passes); and that the CUDA workspaces' per-row bounds (tuning.h
-# merge_workspace_bound, sort_workspace_bound, as Python evaluates them) are never below the
-# exact sizes the handlers check.
+# key width and payload kind (merge_shape_for); the quad and eight-way passes' split searches
+# (merge_path.h quad_co_rank, k_way_co_rank); which block sort the CUDA sort takes (tuning.h
+# cuda_sort_shape: the wide tile only where it leaves fewer passes); and that the CUDA
+# workspaces' per-row bounds (tuning.h merge_workspace_bound, sort_workspace_bound, as Python
+# evaluates them) are never below the exact sizes the handlers check.
 from __future__ import annotations
 
 import math
@@ -105,6 +105,45 @@ def test_quad_split_refuses_what_the_kernels_never_pass():
     assert tuple(_cpu.quad_split(*runs, 5, 2)) == (4, 2, 1)  # the end boundary
 
 
+def _counts_brute(runs: list[list[int]], diag: int) -> list[int]:
+    """Each run's count among the first diag outputs of their stable merge (ties in run order)."""
+    tagged = sorted((key, r) for r, run in enumerate(runs) for key in run)  # stable: (key, run)
+    taken = [r for _, r in tagged[:diag]]
+    return [taken.count(r) for r in range(len(runs))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eight_way_split_matches_the_stable_merge(seed):
+    # merge_path.h k_way_co_rank (the CUDA eight-way pass's partition) on the host: for eight
+    # sorted runs (empty ones, a short last run, duplicates across runs, one key everywhere) and
+    # every diagonal, the counts equal the brute-force stable merge's.
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(25):
+        width = int(rng.integers(1, 40))
+        lengths = [width] * 8
+        if rng.random() < 0.5:
+            lengths = [int(rng.integers(0, width + 1)) for _ in range(8)]
+        elif rng.random() < 0.5:  # a row's last group: full runs, then a short one, then none
+            cut = int(rng.integers(0, 8 * width))
+            lengths = [min(max(cut - r * width, 0), width) for r in range(8)]
+        distinct = int(rng.choice([1, 3, 50, 10**6]))
+        runs = [sorted(int(k) for k in rng.integers(0, distinct, n)) for n in lengths]
+        for diag in range(sum(lengths) + 1):
+            got = list(_cpu.eight_way_split(runs, diag))
+            assert got == _counts_brute(runs, diag), (runs, diag)
+
+
+def test_eight_way_split_refuses_what_the_kernels_never_pass():
+    runs = [[1, 2], [0, 5], [3], [], [], [], [], [4]]
+    with pytest.raises(ValueError, match="eight runs"):
+        _cpu.eight_way_split(runs[:4], 1)
+    with pytest.raises(ValueError, match="sorted"):
+        _cpu.eight_way_split([[2, 1]] + runs[1:], 1)
+    with pytest.raises(ValueError, match="diag"):
+        _cpu.eight_way_split(runs, 7)
+    assert list(_cpu.eight_way_split(runs, 6)) == [2, 2, 1, 0, 0, 0, 0, 1]
+
+
 def _levels(tile: int, length: int) -> int:
     """Two-way merge levels after a block sort of `tile` (tuning.h sort_passes)."""
     levels = 0
@@ -191,14 +230,16 @@ def test_merge_workspace_bound_covers_the_exact_size(key_bytes, payload, value_b
 @pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
 @pytest.mark.parametrize(("payload", "value_bytes"), SORT_PAYLOADS, ids=str)
 def test_sort_workspace_bound_covers_the_exact_size(key_bytes, payload, value_bytes):
-    # rows * per_row(L) >= the largest pass's exact size for any rows, two-way and quad passes
-    # after the narrow or the wide block sort; rows of one block tile (no passes) need nothing.
+    # rows * per_row(L) >= the largest pass's exact size for any rows, two-way, quad and
+    # eight-way passes after the narrow or the wide block sort; rows of one block tile (no
+    # passes) need nothing.
     carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)
     block = int(_cpu.sort_tile(key_bytes, carried))
     merge = int(_cpu.merge_tile(key_bytes, carried))
     wide = math.prod(_cpu.cuda_sort_shape(key_bytes, carried, 1, 2**29 + 3))
-    quads_seen = 0
-    for length in sorted(_lengths_around(block, merge, wide, 255 * 33, 255 * 13, 255 * 11)):
+    quads_seen = eights_seen = 0
+    tiles = (255 * 33, 255 * 13, 255 * 11, 253 * 17, 253 * 13, 253 * 11)  # quad and eight-way
+    for length in sorted(_lengths_around(block, merge, wide, *tiles)):
         bound = _ffi.sort_workspace_per_row(key_bytes, payload, value_bytes, length)
         if length < min(block, merge):  # (no constant per row)
             assert bound == 0, length
@@ -210,4 +251,5 @@ def test_sort_workspace_bound_covers_the_exact_size(key_bytes, payload, value_by
             if length <= block:
                 assert exact == 0, (rows, length)
             quads_seen += rows * length * (key_bytes + carried) >= 2**28
-    assert quads_seen  # the grid reaches the quad-pass sizes
+            eights_seen += rows * length * (key_bytes + carried) >= 2**29
+    assert quads_seen and eights_seen  # the grid reaches the quad and eight-way pass sizes

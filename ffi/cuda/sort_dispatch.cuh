@@ -12,7 +12,8 @@
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
 //      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
 //      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
-//      sort_uses_quads) merges four runs at once, quadrupling it; sorted rows' merges are empty
+//      sort_uses_quads) merges four runs at once, an eight-way pass (eight_way_merge.cuh, where
+//      sort_uses_eights) eight (tuning.h sort_pass_factor); sorted rows' merges are empty
 //      (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
 // sort and moved by the passes as a kValue payload of its width.
@@ -26,6 +27,7 @@
 #include "counting_scatter.cuh"
 #include "counting_sort.cuh"
 #include "cuda_entry.h"
+#include "eight_way_merge.cuh"
 #include "grid_launch.cuh"
 #include "jax_mergepath/tuning.h"
 #include "kernel_traits.h"
@@ -34,15 +36,17 @@
 
 namespace jax_mergepath {
 
-// The sort after its block sort of Policy's tile; quads: tuning.h sort_uses_quads.
+// The sort after its block sort of Policy's tile; quads, eights: tuning.h sort_uses_quads,
+// sort_uses_eights.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStream_t stream) {
+cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* splits,
+                      cudaStream_t stream) {
   using Bits = typename Traits::Bits;
   constexpr bool kCarry = kPayload != PayloadKind::kNone;
   constexpr int kCarriedBytes = kCarry ? int(sizeof(Value)) : 0;  // the passes' value payload
   constexpr PayloadKind kCarried = kCarry ? PayloadKind::kValue : PayloadKind::kNone;
   const int64_t rows = call.rows, d = call.length;
-  const int passes = sort_pass_count(quads, Policy::kTile, d);
+  const int passes = sort_pass_count(quads, eights, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
     const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
@@ -70,13 +74,20 @@ cudaError_t sort_with(const SortCall& call, bool quads, int32_t* splits, cudaStr
   for (int64_t width = Policy::kTile; width < d; cur ^= 1) {
     const MergeCall pass = sort_pass(call, width, key_buf[cur], key_buf[cur ^ 1], val_buf[cur],
                                      val_buf[cur ^ 1], kCarriedBytes);
-    const bool quad = sort_pass_is_quad(quads, width, d);
-    auto* quad_pass = launch_quad_pass<Traits, kCarried, Value>;
-    if (cudaError_t err = quad ? quad_pass(pass, splits, stream) : merge_cuda(pass, splits, stream);
-        err != cudaSuccess) {
-      return err;
+    const int factor = sort_pass_factor(quads, eights, width, d);
+    cudaError_t err = cudaSuccess;
+    if (factor == 8) {
+      // (compiled only for the shapes that take it)
+      if constexpr (sort_may_use_eights(int(sizeof(Bits)), kCarriedBytes)) {
+        err = launch_eight_way_pass<Traits, kCarried, Value>(pass, splits, stream);
+      }
+    } else if (factor == 4) {
+      err = launch_quad_pass<Traits, kCarried, Value>(pass, splits, stream);
+    } else {
+      err = merge_cuda(pass, splits, stream);
     }
-    width *= quad ? 4 : 2;
+    if (err != cudaSuccess) return err;
+    width *= factor;
   }
   return cudaSuccess;
 }
@@ -105,12 +116,13 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
     if (err != cudaSuccess || taken) return err;
   }
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
+  const bool eights = sort_uses_eights(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)
     if (sort_takes_wide_tile(kKeyBytes, kCarriedBytes, call.rows, call.length)) {
-      return sort_with<Traits, kPayload, Value, Wide>(call, quads, splits, stream);
+      return sort_with<Traits, kPayload, Value, Wide>(call, quads, eights, splits, stream);
     }
   }
-  return sort_with<Traits, kPayload, Value, Policy>(call, quads, splits, stream);
+  return sort_with<Traits, kPayload, Value, Policy>(call, quads, eights, splits, stream);
 }
 
 // The runtime payload of a sort call -> launch_sort's template (values move as raw bits).

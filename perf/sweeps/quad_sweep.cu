@@ -12,7 +12,8 @@
 //        perf/sweeps/quad_sweep.cu -o /tmp/quad_sweep
 //   /tmp/quad_sweep [log2_total=27] [width=15: a log2 below 64] [repeats=10]
 //                   [mode=all: int32 | pairs (4-byte keys + int32 positions) | float32 | int64 |
-//                    wide (8-byte keys + int32 positions)]
+//                    wide (8-byte keys + int32 positions) | eight (eight-way passes against a
+//                    quad pass and a two-way pass; not part of all)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../ffi/cuda/eight_way_merge.cuh"
 #include "../../ffi/cuda/merge_dispatch.cuh"
 #include "../../ffi/cuda/quad_merge.cuh"
 #include "sweep_timing.cuh"
@@ -50,9 +52,9 @@ struct Data {
 };
 
 // Sorted runs of `width` random keys (few distinct values for float32: ties across runs), their
-// values the positions; the wanted output: each group of four runs stably sorted.
+// values the positions; the wanted output: each group of `group` runs stably sorted.
 template <typename Bits, typename Value, bool kFloat>
-void make_data(Data<Bits, Value>& d, int64_t total, int64_t width) {
+void make_data(Data<Bits, Value>& d, int64_t total, int64_t width, int64_t group = 4) {
   d.total = total;
   d.width = width;
   d.keys.resize(total);
@@ -82,24 +84,16 @@ void make_data(Data<Bits, Value>& d, int64_t total, int64_t width) {
   for (int64_t r = 0; r < total; r += width) {  // the runs
     std::sort(d.keys.begin() + r, d.keys.begin() + std::min(total, r + width), less);
   }
-  // Each group of four runs merged stably (std::merge takes the first range's key on ties).
+  // Each group of `group` runs merged stably: its positions stably sorted by key (ties keep
+  // position order, which is run order).
   d.want_keys.resize(total);
   d.want_vals.resize(total);
-  std::vector<int64_t> x, y, z;
+  std::vector<int64_t> z;
   auto by_key = [&](int64_t i, int64_t j) { return less(d.keys[i], d.keys[j]); };
-  for (int64_t g = 0; g < total; g += 4 * width) {
-    auto run = [&](int k) {
-      std::vector<int64_t> v;
-      for (int64_t i = g + k * width; i < std::min(total, g + (k + 1) * width); ++i) v.push_back(i);
-      return v;
-    };
-    const auto a = run(0), b = run(1), c = run(2), e = run(3);
-    x.clear();
-    y.clear();
+  for (int64_t g = 0; g < total; g += group * width) {
     z.clear();
-    std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(x), by_key);
-    std::merge(c.begin(), c.end(), e.begin(), e.end(), std::back_inserter(y), by_key);
-    std::merge(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(z), by_key);
+    for (int64_t i = g; i < std::min(total, g + group * width); ++i) z.push_back(i);
+    std::stable_sort(z.begin(), z.end(), by_key);
     for (size_t i = 0; i < z.size(); ++i) {
       d.want_keys[g + i] = d.keys[z[i]];
       d.want_vals[g + i] = static_cast<Value>(z[i]);
@@ -205,12 +199,71 @@ void run_quad(const char* label, Data<typename Traits::Bits, Value>& d, int repe
               100.0 * 2 * d.copy_ms * bytes_ratio / ms, part_ms * 1e3, ok ? "ok" : "WRONG");
 }
 
+// Three merge levels: a quad pass of width w, then a two-way pass of width 4 w (what an
+// eight-way pass replaces).
+template <typename Traits, jmp::PayloadKind kPayload, typename Value, typename Shape>
+void run_quad_then_two(const char* label, Data<typename Traits::Bits, Value>& d, int repeats) {
+  constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
+  const jmp::MergeCall p1 = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_mid,
+                                                               d.d_vals, d.d_mid_vals);
+  const jmp::MergeCall p2 = pass_call<Traits, kPayload, Value>(d, 4 * d.width, d.d_mid, d.d_out,
+                                                               d.d_mid_vals, d.d_out_vals);
+  auto go = [&] {
+    CHECK_CUDA((jmp::launch_quad_pass<Traits, kPayload, Value, Shape>(p1, d.d_work, g_stream)));
+    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value>(p2, d.d_work, g_stream)));
+  };
+  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
+  go();
+  const bool ok = check(d, kValues);
+  const float ms = time_ms(go, repeats, 3, g_stream);
+  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
+                                           double(sizeof(typename Traits::Bits))
+                                     : 1.0;
+  std::printf("%-34s quad + 2-way            %9.1f us  (%5.1f%% of 2 copies)  %s\n", label,
+              ms * 1e3, 100.0 * 2 * d.copy_ms * bytes_ratio / ms, ok ? "ok" : "WRONG");
+}
+
+// One eight-way pass of width w (eight_way_merge.cuh).
+template <typename Traits, jmp::PayloadKind kPayload, typename Value, typename Shape>
+void run_eight(const char* label, Data<typename Traits::Bits, Value>& d, int repeats) {
+  constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
+  const jmp::MergeCall p = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_out,
+                                                              d.d_vals, d.d_out_vals);
+  auto go = [&] {
+    CHECK_CUDA((jmp::launch_eight_way_pass<Traits, kPayload, Value, Shape>(p, d.d_work,
+                                                                          g_stream)));
+  };
+  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
+  go();
+  const bool ok = check(d, kValues);
+  const float ms = time_ms(go, repeats, 3, g_stream);
+  const float part_ms = time_ms(
+      [&] {
+        CHECK_CUDA(
+            jmp::launch_eight_way_partition<Traits>(p, Shape::kTile, d.d_work, g_stream));
+      },
+      repeats, 3, g_stream);
+  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
+                                           double(sizeof(typename Traits::Bits))
+                                     : 1.0;
+  std::printf("%-34s eight %3dx%-2d min %d    %9.1f us  (%5.1f%% of a copy; partition %.1f us)  %s\n",
+              label, Shape::kThreads, Shape::kItems, Shape::kMinBlocks, ms * 1e3,
+              100.0 * d.copy_ms * bytes_ratio / ms, part_ms * 1e3, ok ? "ok" : "WRONG");
+}
+
+// An eight-way shape: (threads - 3) x items outputs a tile (tuning.h eight_way_shape).
+template <int kThreadsT, int kItemsT, int kMinBlocksT>
+using EightShapeT =
+    jmp::TilePolicy<kThreadsT, kItemsT, kMinBlocksT, int64_t{kThreadsT - 3} * kItemsT>;
+
 int main(int argc, char** argv) {
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
   const int64_t width_arg = argc > 2 ? std::atoll(argv[2]) : 15;  // < 64: a log2
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 10;
   const std::string mode = argc > 4 ? argv[4] : "all";
-  auto runs = [&](const char* m) { return mode == "all" || mode == m; };
+  auto runs = [&](const char* m) {
+    return mode == m || (mode == "all" && std::string(m) != "eight");
+  };
   const int64_t total = int64_t{1} << log2_total;
   const int64_t width = width_arg < 64 ? int64_t{1} << width_arg : width_arg;
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
@@ -264,6 +317,39 @@ int main(int argc, char** argv) {
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 3>>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 23, 2>>("int64 (half the keys)", d, repeats);
     free_data(d);
+  }
+  if (runs("eight")) {  // eight-way passes against a quad pass and a two-way pass
+    Data<uint32_t, uint8_t> d;
+    make_data<uint32_t, uint8_t, false>(d, total, width, 8);
+    std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
+    run_quad_then_two<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("int32", d, repeats);
+    run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 33, 2>>("int32", d, repeats);
+    run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 29, 2>>("int32", d, repeats);
+    run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 25, 3>>("int32", d, repeats);
+    run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 37, 2>>("int32", d, repeats);
+    free_data(d);
+    Data<uint32_t, uint8_t> f;
+    make_data<uint32_t, uint8_t, true>(f, total, width, 8);
+    run_quad_then_two<jmp::F32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("float32", f, repeats);
+    run_eight<jmp::F32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 33, 2>>("float32", f, repeats);
+    free_data(f);
+    Data<uint32_t, int32_t> p;
+    make_data<uint32_t, int32_t, true>(p, total, width, 8);
+    run_quad_then_two<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("float32 + int32", p, repeats);
+    run_eight<jmp::F32Key, PayloadKind::kValue, int32_t, EightShapeT<256, 13, 4>>("float32 + int32", p, repeats);
+    run_eight<jmp::F32Key, PayloadKind::kValue, int32_t, EightShapeT<256, 15, 3>>("float32 + int32", p, repeats);
+    free_data(p);
+    Data<uint64_t, uint8_t> l;
+    make_data<uint64_t, uint8_t, false>(l, total / 2, width, 8);
+    run_quad_then_two<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", l, repeats);
+    run_eight<jmp::S64Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 17, 3>>("int64 (half the keys)", l, repeats);
+    run_eight<jmp::S64Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 21, 2>>("int64 (half the keys)", l, repeats);
+    free_data(l);
+    Data<uint64_t, int32_t> w;
+    make_data<uint64_t, int32_t, false>(w, total / 2, width, 8);
+    run_quad_then_two<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
+    run_eight<jmp::S64Key, PayloadKind::kValue, int32_t, EightShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
+    free_data(w);
   }
   if (runs("wide")) {  // argsort's 8-byte keys with int32 positions (int64, then float64)
     Data<uint64_t, int32_t> d;

@@ -154,6 +154,104 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
   return {p0 < length ? p0 : length, s0, p1, p1 >= length ? lp : split_at(k + 1)};
 }
 
+// The counts of K sorted runs among the first d outputs of their stable merge (ties in run
+// order; the counts sum to d), each known to lie in [lo[r], hi[r]] on entry, exact in lo on
+// return (lo == hi). raw_of(r, i): run r's element at i as stored; order(raw): its directed
+// order key (ordering.h), which `<` compares. Bisections of every open bracket at once. A step
+// has the middle element of every open bracket and decides, in the stable order of the middles
+// (key, then run), every one it can:
+//   * if a middle is among the first d outputs, so is every middle before it, and d >= the
+//     counts through those middles plus lo of the other runs (`below`): where that passes d,
+//     the middle is not among them (hi = middle);
+//   * if it is not, no middle after it is, and d <= hi of the middles before it plus the
+//     other middles (`above`): where that falls short of d, it is among them (lo = middle + 1).
+// The last middle or the first is always decided (one of the two sums passes), often more:
+// the same loads as one bracket a step, fewer steps in a row (host count on random keys, four
+// runs of width 2^15, tile 2805: 33 steps instead of 43). A step's loads are issued together,
+// raw reads first and their order keys after (a load and its order key together, one run after
+// the other, made each step wait for its loads one at a time on an H100: ncu put 60% of the quad
+// partition's stall samples on the order key after each load; docs/performance.md). (Also
+// tried: a middle decided by order against the last element known to be among the first d and
+// the first known not to be: 26 steps, but the partition took 20% longer on an H100.) Loops
+// unrolled over the runs: no runtime array index.
+template <int K, typename RawOf, typename Order>
+JMP_HD void k_way_split(int64_t d, int64_t (&lo)[K], int64_t (&hi)[K], const RawOf& raw_of,
+                        const Order& order) {
+  using Raw = decltype(raw_of(0, 0));
+  using Key = decltype(order(raw_of(0, 0)));
+  int64_t mid[K];
+  Key middle[K];
+  bool load[K];
+  auto load_middles = [&] {
+    Raw raw[K];
+    JMP_UNROLL
+    for (int r = 0; r < K; ++r) {
+      raw[r] = Raw(0);
+      if (load[r]) raw[r] = raw_of(r, mid[r]);
+    }
+    JMP_UNROLL
+    for (int r = 0; r < K; ++r) middle[r] = load[r] ? order(raw[r]) : middle[r];
+  };
+  JMP_UNROLL
+  for (int r = 0; r < K; ++r) {
+    mid[r] = (lo[r] + hi[r]) >> 1;
+    middle[r] = Key(0);
+    load[r] = lo[r] < hi[r];
+  }
+  load_middles();
+  for (;;) {
+    bool open[K], out[K], in[K];  // decided on this step's brackets, applied after
+    bool any = false;
+    JMP_UNROLL
+    for (int r = 0; r < K; ++r) {
+      open[r] = lo[r] < hi[r];
+      any = any || open[r];
+    }
+    if (!any) return;
+    JMP_UNROLL
+    for (int r = 0; r < K; ++r) {
+      int64_t below = 0, above = 0;
+      JMP_UNROLL
+      for (int t = 0; t < K; ++t) {
+        // Run t's middle comes before run r's in the stable order.
+        const bool t_first = t < r ? !(middle[r] < middle[t]) : middle[t] < middle[r];
+        below += open[t] && (t == r || t_first) ? mid[t] + 1 : lo[t];
+        above += open[t] ? (t_first ? hi[t] : mid[t]) : lo[t];
+      }
+      out[r] = open[r] && below > d;
+      in[r] = open[r] && !out[r] && above < d;
+    }
+    JMP_UNROLL
+    for (int r = 0; r < K; ++r) {
+      hi[r] = out[r] ? mid[r] : hi[r];
+      lo[r] = in[r] ? mid[r] + 1 : lo[r];
+      mid[r] = (lo[r] + hi[r]) >> 1;  // unchanged where the bracket is
+      load[r] = (out[r] || in[r]) && lo[r] < hi[r];
+    }
+    load_middles();
+  }
+}
+
+// The counts of K sorted runs of lengths len[r] among the first d (<= their total) outputs of
+// their stable merge, from the run lengths alone: k_way_split from the brackets
+// [max(0, d - the other runs' lengths), min(len[r], d)] (the eight-way pass's split,
+// eight_way_merge.cuh).
+template <int K, typename RawOf, typename Order>
+JMP_HD void k_way_co_rank(int64_t d, const int64_t (&len)[K], const RawOf& raw_of,
+                          const Order& order, int64_t (&count)[K]) {
+  int64_t total = 0;
+  JMP_UNROLL
+  for (int r = 0; r < K; ++r) total += len[r];
+  int64_t hi[K];
+  JMP_UNROLL
+  for (int r = 0; r < K; ++r) {
+    const int64_t others = total - len[r];
+    count[r] = d > others ? d - others : 0;
+    hi[r] = len[r] < d ? len[r] : d;
+  }
+  k_way_split<K>(d, count, hi, raw_of, order);
+}
+
 // The four runs of a quad: lengths, raw readers (raw_a(i) .. raw_d(i): the element at i, as
 // stored) and `order` (raw value -> the directed order key that `<` compares: ordering.h). Raw
 // reads and the order apart, so a search can issue several loads before it uses any.
@@ -191,82 +289,10 @@ struct QuadKeys {
   JMP_HD bool y_before(int64_t a, int64_t i, int64_t c, int64_t m) const {
     return y_last(c, m) < x_next(a, i);
   }
-  // The counts of the four runs among the first d outputs of their stable merge (summing to d),
-  // each known to lie in [lo[r], hi[r]]: bisections of every open bracket at once. A step has
-  // the middle element of every open bracket and decides, in the stable order of the middles
-  // (key, then run), every one it can:
-  //   * if a middle is among the first d outputs, so is every middle before it, and d >= the
-  //     counts through those middles plus lo of the other runs (`below`): where that passes d,
-  //     the middle is not among them (hi = middle);
-  //   * if it is not, no middle after it is, and d <= hi of the middles before it plus the
-  //     other middles (`above`): where that falls short of d, it is among them (lo = middle + 1).
-  // The last middle or the first is always decided (one of the two sums passes), often more:
-  // the same loads as one bracket a step, fewer steps in a row (host count on random keys,
-  // width 2^15, tile 2805: 33 steps instead of 43). The settled brackets' next middles are
-  // independent loads, all issued before any is used (load_middles). (Also tried: a middle
-  // decided by order against the last element known to be among the first d and the first
-  // known not to be: 26 steps, but the partition took 20% longer on an H100; docs/performance.md.)
-  // Loops unrolled over the runs: no runtime array index.
+  // The counts of the four runs among the first d outputs of their stable merge, each known
+  // to lie in [lo[r], hi[r]]: k_way_split (above) of runs A, B, C, D.
   JMP_HD void four_way_split(int64_t d, int64_t (&lo)[4], int64_t (&hi)[4]) const {
-    using Key = decltype(key_of(0, 0));
-    int64_t mid[4];
-    Key middle[4];
-    bool load[4];
-    JMP_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      mid[r] = (lo[r] + hi[r]) >> 1;
-      middle[r] = Key(0);
-      load[r] = lo[r] < hi[r];
-    }
-    load_middles(mid, load, middle);
-    for (;;) {
-      bool open[4], out[4], in[4];  // decided on this step's brackets, applied after
-      bool any = false;
-      JMP_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        open[r] = lo[r] < hi[r];
-        any = any || open[r];
-      }
-      if (!any) return;
-      JMP_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        int64_t below = 0, above = 0;
-        JMP_UNROLL
-        for (int t = 0; t < 4; ++t) {
-          // Run t's middle comes before run r's in the stable order.
-          const bool t_first = t < r ? !(middle[r] < middle[t]) : middle[t] < middle[r];
-          below += open[t] && (t == r || t_first) ? mid[t] + 1 : lo[t];
-          above += open[t] ? (t_first ? hi[t] : mid[t]) : lo[t];
-        }
-        out[r] = open[r] && below > d;
-        in[r] = open[r] && !out[r] && above < d;
-      }
-      JMP_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        hi[r] = out[r] ? mid[r] : hi[r];
-        lo[r] = in[r] ? mid[r] + 1 : lo[r];
-        mid[r] = (lo[r] + hi[r]) >> 1;  // unchanged where the bracket is
-        load[r] = (out[r] || in[r]) && lo[r] < hi[r];
-      }
-      load_middles(mid, load, middle);
-    }
-  }
-
-  // middle[r] = the order key at mid[r] of every run r with load[r]: the raw loads first, then
-  // their order keys. (A load and its order key together, one run after the other, made each
-  // step of four_way_split wait for its loads one at a time on an H100: ncu put 60% of the
-  // quad partition's stall samples on the order key after each load; docs/performance.md.)
-  template <typename Key>
-  JMP_HD void load_middles(const int64_t (&mid)[4], const bool (&load)[4], Key (&middle)[4]) const {
-    using Raw = decltype(raw_of(0, 0));
-    Raw raw[4];
-    JMP_UNROLL
-    for (int r = 0; r < 4; ++r) {
-      raw[r] = Raw(0);
-      if (load[r]) raw[r] = raw_of(r, mid[r]);
-    }
-    JMP_UNROLL
-    for (int r = 0; r < 4; ++r) middle[r] = load[r] ? order(raw[r]) : middle[r];
+    k_way_split<4>(d, lo, hi, [&](int r, int64_t i) { return raw_of(r, i); }, order);
   }
 };
 

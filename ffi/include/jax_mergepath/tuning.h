@@ -412,6 +412,28 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
                                quad_shape(kKeyBytes, kPayloadBytes).min_blocks,
                                quad_shape(kKeyBytes, kPayloadBytes).tile> {};
 
+// Eight-way passes (merge_path.h k_way_co_rank; ffi/cuda/eight_way_merge.cuh): one pass does
+// three merge levels with one read and one write of the keys, a block merging its eight ranges
+// pairwise in shared memory, then the four results, then the two; (threads - 3) x items outputs
+// a tile (the first level pads three groups' outputs to whole threads). Its split searches the
+// eight runs from their lengths (one launch, no samples): ~70 dependent steps of eight loads, a
+// thread a boundary (230-410 us at 2^27 keys, against the quad's ~100), so only large passes of
+// elements over 4 bytes take eight-way passes (sort_may_use_eights, eight_way_min_bytes): there
+// one replaces a quad pass and a two-way pass 11-19% faster; 4-byte keys alone lose (their
+// quads' chunked loads; the eight-way merge is issue-bound at the quad's instructions a level).
+// Measured with perf/sweeps/quad_sweep.cu "eight" (docs/performance.md, "Eight-way passes").
+// The quad pass's shapes.
+constexpr QuadShape eight_way_shape(int key_bytes, int payload_bytes) {
+  const QuadShape quad = quad_shape(key_bytes, payload_bytes);
+  return {quad.threads, quad.items, quad.min_blocks, int64_t{quad.threads - 3} * quad.items};
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct EightWayPolicy : TilePolicy<eight_way_shape(kKeyBytes, kPayloadBytes).threads,
+                                   eight_way_shape(kKeyBytes, kPayloadBytes).items,
+                                   eight_way_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                                   eight_way_shape(kKeyBytes, kPayloadBytes).tile> {};
+
 // Whether sorts of these keys and payload take quads when large enough (the measured shapes).
 constexpr bool sort_may_use_quads(int key_bytes, int payload_bytes) {
   return key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);
@@ -424,17 +446,34 @@ constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, i
          rows * length * element_bytes >= quad_min_bytes(element_bytes);
 }
 
-// A sort's pass at run width `width` (< length) is a quad pass iff quads are used and the
-// two-way levels left are even (an odd count starts with one two-way pass).
-constexpr bool sort_pass_is_quad(bool quads, int64_t width, int64_t length) {
-  return quads && sort_passes(width, length) % 2 == 0;
+// Eight-way passes (above): sorts whose quads move elements over 4 bytes, from 2^29 bytes a pass
+// (the sweep's 2^27 4 + 4-byte and 2^26 8- and 8 + 4-byte elements; smaller passes unmeasured).
+inline constexpr int64_t kEightWayMinBytes = int64_t{1} << 29;
+
+constexpr bool sort_may_use_eights(int key_bytes, int payload_bytes) {
+  return sort_may_use_quads(key_bytes, payload_bytes) && key_bytes + payload_bytes > 4;
+}
+
+constexpr bool sort_uses_eights(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+  return sort_may_use_eights(key_bytes, payload_bytes) &&
+         rows * length * (key_bytes + payload_bytes) >= kEightWayMinBytes;
+}
+
+// The runs a sort's pass at run width `width` (< length) merges at once: with eight-way passes,
+// 8 while the two-way levels left are a multiple of three, else a quad (two left over) or a
+// two-way pass (one) first; with quads alone, 4 while they are even, else a two-way pass first;
+// else 2.
+constexpr int sort_pass_factor(bool quads, bool eights, int64_t width, int64_t length) {
+  const int levels = sort_passes(width, length);
+  if (eights && levels % 3 == 0) return 8;
+  if (eights) return levels % 3 == 2 ? 4 : 2;
+  return quads && levels % 2 == 0 ? 4 : 2;
 }
 
 // The passes (launches) of a sort after its block sort of `tile`.
-constexpr int sort_pass_count(bool quads, int64_t tile, int64_t length) {
+constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t length) {
   int passes = 0;
-  for (int64_t width = tile; width < length;
-       width *= sort_pass_is_quad(quads, width, length) ? 4 : 2) {
+  for (int64_t width = tile; width < length; width *= sort_pass_factor(quads, eights, width, length)) {
     ++passes;
   }
   return passes;
@@ -453,7 +492,7 @@ constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t ro
   const int64_t wide = int64_t{wide_shape.threads} * wide_shape.items;
   const bool quads = sort_uses_quads(key_bytes, payload_bytes, rows, length);
   return wide > tile && quads && length > wide &&
-         sort_pass_count(true, wide, length) < sort_pass_count(true, tile, length);
+         sort_pass_count(true, false, wide, length) < sort_pass_count(true, false, tile, length);
 }
 
 // The block sort the CUDA sort takes.
@@ -473,6 +512,14 @@ constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& 
   return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
 }
 
+// int32 elements of an eight-way pass's workspace: eight a boundary of its tiles of the groups
+// of eight runs of width `width` (kRunPairs of width 4 width).
+constexpr int64_t eight_way_workspace_elements(int64_t eight_way_tile, const MergeLayout& pairs) {
+  MergeLayout groups = pairs;
+  groups.n = 4 * pairs.n;
+  return 8 * tile_map(groups, eight_way_tile).boundaries();
+}
+
 // int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
 // largest pass's (a pass carries the payload as a value: kIndex positions are 4-byte values);
 // 0 without passes.
@@ -481,15 +528,18 @@ constexpr int64_t sort_partition_elements_from(int64_t tile, int key_bytes, Payl
   const PayloadKind carried = payload == PayloadKind::kNone ? payload : PayloadKind::kValue;
   const int carried_bytes = payload_bytes(payload, value_bytes);
   const bool quads = sort_uses_quads(key_bytes, carried_bytes, rows, length);
+  const bool eights = sort_uses_eights(key_bytes, carried_bytes, rows, length);
   int64_t most = 0;
   for (int64_t width = tile; width < length;) {
     const MergeLayout pass{RowMode::kRunPairs, rows, length, width, nullptr, nullptr, nullptr};
-    const bool quad = sort_pass_is_quad(quads, width, length);
+    const int factor = sort_pass_factor(quads, eights, width, length);
     const int64_t need =
-        quad ? quad_workspace_elements(quad_shape(key_bytes, carried_bytes).tile, pass)
-             : merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
+        factor == 8 ? eight_way_workspace_elements(eight_way_shape(key_bytes, carried_bytes).tile,
+                                                   pass)
+        : factor == 4 ? quad_workspace_elements(quad_shape(key_bytes, carried_bytes).tile, pass)
+                      : merge_workspace_elements(key_bytes, carried, carried_bytes, pass);
     most = need > most ? need : most;
-    width *= quad ? 4 : 2;
+    width *= factor;
   }
   return most;
 }
@@ -766,7 +816,7 @@ struct WorkspaceTerm {
 };
 
 struct WorkspaceBound {
-  static constexpr int kMaxTerms = 6;  // (the merge's bound has at most 4, the sort's 5)
+  static constexpr int kMaxTerms = 8;  // (the merge's bound has at most 4, the sort's 6)
   WorkspaceTerm terms[kMaxTerms] = {};
   int count = 0;
 
@@ -824,7 +874,8 @@ constexpr WorkspaceBound merge_workspace_bound(int key_bytes, PayloadKind payloa
 // P = ceil(L / 2W) merges of T = ceil(min(L, 2W) / t) tiles, P (T + 1) < 2 L / t + L / W + 2
 // boundaries a row (L <= 2W: P = 1; else P T < (L / 2W + 1)(2W / t + 1) with 2W < L). A two-way
 // pass is one map on the merge tile; a quad pass one on the quad tile at W and three int32 a
-// boundary of one at 2W. The sum of both bounds bounds the largest pass.
+// boundary of one at 2W; an eight-way pass eight int32 a boundary of one at 4W on its tile e
+// (< 2 L / e + L / 4W + 2 boundaries, W >= s). The sum of the bounds bounds the largest pass.
 constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload,
                                               int value_bytes) {
   const int carried_bytes = payload_bytes(payload, value_bytes);
@@ -841,6 +892,12 @@ constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload
     bound.add(1, block);
     bound.add(3, 2 * block);
     bound.add_past(19, block);
+  }
+  if (sort_may_use_eights(key_bytes, carried_bytes)) {
+    // eight-way: < 16 L / e + 2 L / s + 16  <=  16 floor(L / e) + 2 floor(L / s) + 34
+    bound.add(16, eight_way_shape(key_bytes, carried_bytes).tile);
+    bound.add(2, block);
+    bound.add_past(34, block);
   }
   return bound;
 }

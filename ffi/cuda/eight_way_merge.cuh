@@ -1,0 +1,272 @@
+// eight_way_merge.cuh: the eight-way pass of the CUDA mergesort: every eight consecutive sorted
+// runs of width w of every row merged into one run of 8 w, reading and writing the keys (and the
+// carried payload) once for three merge levels. Two launches, on the shared core:
+//   1. eight_way_partition_kernel: for every tile boundary d of every group of eight runs,
+//      merge_path.h's k_way_co_rank from the run lengths alone (no samples, no earlier launch):
+//      the eight runs' counts among the first d outputs, eight int32 a boundary in the
+//      workspace;
+//   2. eight_way_merge_kernel: one block per tile copies its eight exact ranges into shared
+//      memory (tile_io.cuh: 4-byte keys alone in 16-byte chunks, else packed), merges them
+//      pairwise in place (each level's outputs padded to whole threads: four groups, then two),
+//      then the last two into registers (block_merge.cuh merge_full_sorted every time), and
+//      stores through shared memory like the quad pass (block_merge.cuh store_tile_outputs).
+// Ties go to the earlier run at every level: stable. A tile holds (threads - 3) x items outputs
+// (three pads at the first level). tuning.h says which passes are eight-way (sort_pass_factor)
+// and with which shape (eight_way_shape). Sort passes only: runs sorted by the block sort or an
+// earlier pass, every key valid, payload none or a value. Rows flagged sorted (layout.row_done)
+// have empty groups.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "block_merge.cuh"
+#include "grid_launch.cuh"
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/call_args.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning.h"
+#include "merge_kernels.cuh"
+#include "tile_io.cuh"
+
+namespace jax_mergepath {
+
+inline constexpr int kEightWayRuns = 8;
+
+// The groups of an eight-way pass over runs of width w (`pairs`: that two-way pass's call):
+// kRunPairs of width 4 w, a group's first four runs as A and its last four as B.
+inline MergeCall eight_way_call(const MergeCall& pairs) {
+  MergeCall call = pairs;
+  call.layout.n = 4 * pairs.layout.n;
+  return call;
+}
+
+// Run r (0..7) of a group with `total` elements: its length.
+__device__ __forceinline__ int64_t eight_way_run_length(int64_t total, int64_t width, int r) {
+  return clamp_length(total - r * width, width);
+}
+
+// One thread per tile boundary of every group. groups: eight_way_call's layout; map: its tile
+// map; width: w. splits[8 id + r]: run r's count among the group's first d outputs.
+template <typename Traits>
+__global__ void __launch_bounds__(kQuadPartitionThreads)
+    eight_way_partition_kernel(MergeLayout groups, int64_t width, const typename Traits::Bits* x,
+                               typename Traits::Bits flip, TileMap map, int32_t* splits) {
+  grid_prologue();
+  using Bits = typename Traits::Bits;
+  const int64_t id = int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x;
+  if (id >= map.boundaries()) return;
+  const int64_t group = id / (map.tiles_per_merge + 1), t = id - group * (map.tiles_per_merge + 1);
+  const RowGeometry g = row_geometry(groups, group);
+  const int64_t total = g.m + g.n;
+  const int64_t d = tile_diagonal(t, map.tile, total);
+  const Bits* base = x + g.a_offset;
+  int64_t len[kEightWayRuns], count[kEightWayRuns];
+#pragma unroll
+  for (int r = 0; r < kEightWayRuns; ++r) len[r] = eight_way_run_length(total, width, r);
+  k_way_co_rank<kEightWayRuns>(
+      d, len, [&](int r, int64_t i) { return __ldg(base + r * width + i); },
+      [&](Bits raw) { return directed_key<Traits>(raw, flip); }, count);
+#pragma unroll
+  for (int r = 0; r < kEightWayRuns; ++r) {
+    splits[kEightWayRuns * id + r] = static_cast<int32_t>(count[r]);
+  }
+}
+
+// Shared memory of an eight-way block: `stage` holds the eight ranges as loaded, then each
+// level's outputs in place (padded to whole threads: up to threads x items slots), then the
+// warps' output transposes; `vals` the values as loaded (at their keys' slots); `src` each
+// level output's value slot. Slack: the chunked loads' misalignment, and the merges' reads one
+// past a range's end.
+template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
+struct EightWayShared {
+  static constexpr PayloadKind kPayloadKind = kPayload;
+  static constexpr bool kValues = kPayload == PayloadKind::kValue;
+  static constexpr int kTile = (kThreads - 3) * kItems;
+  static constexpr int kSlots = kThreads * kItems;
+  static constexpr int kKeySlots =
+      std::max(kTile + kEightWayRuns * kChunkedSlack<Bits>, kSlots) + 2;
+  static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
+  static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
+  static constexpr int kStageBytes = std::max(kKeySlots * int(sizeof(Bits)), kSlots * kElemBytes);
+  alignas(16) unsigned char stage[(kStageBytes + 15) / 16 * 16];
+  alignas(16) Value vals[kValues ? kTile : 1];
+  uint16_t src[kValues ? kSlots : 1];
+  __device__ Bits* keys() { return reinterpret_cast<Bits*>(stage); }
+};
+
+// One merge level in shared memory: kGroups merges of range pairs (2 j, 2 j + 1) of loc / count,
+// group j's outputs at the padded offset of the groups before it; this thread's outputs from
+// p0 (items a thread) into key_reg / src_reg (src: the value slot, through `src` after the first
+// level). Returns whether the thread had outputs; loc / count become the groups' outputs.
+template <int kGroups, int kItems, typename Traits, typename Shared>
+__device__ __forceinline__ bool eight_way_level(Shared& shared, bool nan_free, bool first, int p0,
+                                                typename Traits::Bits flip, int (&loc)[8],
+                                                int (&count)[8],
+                                                typename Traits::Bits (&key_reg)[kItems],
+                                                int (&src_reg)[kItems]) {
+  using Bits = typename Traits::Bits;
+  Bits* keys = shared.keys();
+  int off[kGroups], n[kGroups];
+  int at = 0;
+#pragma unroll
+  for (int j = 0; j < kGroups; ++j) {
+    off[j] = at;
+    n[j] = count[2 * j] + count[2 * j + 1];
+    at += (n[j] + kItems - 1) / kItems * kItems;
+  }
+  // This thread's group: the last whose outputs start at or before p0.
+  int l1 = loc[0], n1 = count[0], l2 = loc[1], n2 = count[1], diag = p0, group_n = n[0];
+#pragma unroll
+  for (int j = 1; j < kGroups; ++j) {
+    if (p0 >= off[j]) {
+      l1 = loc[2 * j];
+      n1 = count[2 * j];
+      l2 = loc[2 * j + 1];
+      n2 = count[2 * j + 1];
+      diag = p0 - off[j];
+      group_n = n[j];
+    }
+  }
+  const bool active = diag < group_n;
+  if (active) {
+    merge_full_sorted<kItems, Traits>(nan_free, keys, l1, n1, l2, n2, diag, flip,
+                                      [&](int c, Bits raw, int pos) {
+                                        key_reg[c] = raw;
+                                        if constexpr (Shared::kValues) {
+                                          src_reg[c] = first ? pos
+                                                       : diag + c < group_n ? int{shared.src[pos]}
+                                                                            : 0;
+                                        }
+                                      });
+  }
+  __syncthreads();  // every read of this level's inputs is done: its outputs go in place
+  if (active) {
+#pragma unroll
+    for (int c = 0; c < kItems; ++c) {
+      keys[p0 + c] = key_reg[c];
+      if constexpr (Shared::kValues) shared.src[p0 + c] = static_cast<uint16_t>(src_reg[c]);
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kGroups; ++j) {
+    loc[j] = off[j];
+    count[j] = n[j];
+  }
+  return active;
+}
+
+// groups: eight_way_call's layout in call.layout; splits: eight_way_partition_kernel's.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    eight_way_merge_kernel(MergeCall call, const int32_t* splits, int64_t width,
+                           typename Traits::Bits flip, TileMap map) {
+  grid_prologue();
+  using Bits = typename Traits::Bits;
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
+  constexpr bool kValues = kPayload == PayloadKind::kValue;
+  static_assert(kPayload == PayloadKind::kNone || kValues, "sort passes carry values or none");
+  using Shared = EightWayShared<kPayload, Bits, Value, kThreads, kItems>;
+  static_assert(Policy::kTile <= Shared::kTile, "a tile's padded outputs fit the threads");
+  static_assert(Shared::kSlots <= 65536, "value slots fit uint16_t");
+  __shared__ Shared shared;
+  Bits* keys = shared.keys();
+  const MergeLayout& groups = call.layout;
+  if (row_done_of_tile(groups, blockIdx.x, map)) return;
+  const uint32_t group32 =
+      static_cast<uint32_t>(blockIdx.x) / static_cast<uint32_t>(map.tiles_per_merge);
+  const int64_t group = group32, t = int64_t{blockIdx.x} - int64_t{group32} * map.tiles_per_merge;
+  const RowGeometry g = row_geometry(groups, group);
+  const int64_t d0 = tile_diagonal(t, map.tile, g.m + g.n);
+  const int64_t d1 = tile_diagonal(t + 1, map.tile, g.m + g.n);
+  if (d0 == d1) return;  // a spare tile of a short group
+  const int32_t* s0 = splits + kEightWayRuns * (group * (map.tiles_per_merge + 1) + t);
+  int start[kEightWayRuns], count[kEightWayRuns], loc[kEightWayRuns];
+#pragma unroll
+  for (int r = 0; r < kEightWayRuns; ++r) {
+    start[r] = static_cast<int>(r * width) + s0[r];  // in the group (a row is under 2^31 keys)
+    count[r] = s0[kEightWayRuns + r] - s0[r];
+  }
+  const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
+  const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
+  if constexpr (!kValues && sizeof(Bits) == 4) {
+    load_ranges_chunked<kThreads, Shared::kKeySlots - 2, kEightWayRuns>(in, start, count, keys,
+                                                                        loc);
+  } else {
+    load_ranges_packed<kThreads, kItems, kEightWayRuns, kValues>(in, vin, start, count, keys,
+                                                                 shared.vals, loc);
+  }
+  const int total = static_cast<int>(d1 - d0);
+  const int p0 = static_cast<int>(threadIdx.x) * kItems;
+  __syncthreads();
+  const bool nan_free = sorted_ranges_nan_free<Traits>(keys, loc, count);  // (every level)
+
+  Bits key_reg[kItems];
+  int src_reg[kItems];
+  eight_way_level<4, kItems, Traits>(shared, nan_free, true, p0, flip, loc, count, key_reg,
+                                     src_reg);
+  eight_way_level<2, kItems, Traits>(shared, nan_free, false, p0, flip, loc, count, key_reg,
+                                     src_reg);
+  // Last level: the two halves, output p0 + c of the tile, into registers.
+  int32_t index_reg[kItems];
+  clear_outputs(key_reg, src_reg, index_reg);
+  if (p0 < total) {
+    merge_full_sorted<kItems, Traits>(nan_free, keys, loc[0], count[0], loc[1], count[1], p0,
+                                      flip, [&](int c, Bits raw, int pos) {
+                                        key_reg[c] = raw;
+                                        if constexpr (kValues) {
+                                          src_reg[c] = p0 + c < total ? int{shared.src[pos]} : 0;
+                                        }
+                                      });
+  }
+  __syncthreads();  // every read of the levels' outputs is done: `stage` is free
+  store_tile_outputs(shared, key_reg, src_reg, index_reg,
+                     static_cast<Bits*>(call.out) + g.out_offset + d0,
+                     kValues ? static_cast<void*>(static_cast<Value*>(call.out_payload) +
+                                                  g.out_offset + d0)
+                             : nullptr,
+                     total);
+}
+
+// Enqueues the partition launch of an eight-way pass on tile `tile` (`pairs`: the two-way pass
+// of width w).
+template <typename Traits>
+cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
+                                       cudaStream_t stream) {
+  const MergeCall call = eight_way_call(pairs);
+  const TileMap map = tile_map(call.layout, tile);
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
+  const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
+  const unsigned blocks = static_cast<unsigned>(ceil_div(map.boundaries(), kQuadPartitionThreads));
+  return launch_kernel(eight_way_partition_kernel<Traits>, blocks, kQuadPartitionThreads, stream,
+                       call.layout, pairs.layout.n, keys, flip, map, workspace);
+}
+
+// Enqueues the eight-way pass that merges the runs of width pairs.layout.n eight at a time
+// (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
+// eight_way_workspace_elements (tuning.h).
+template <typename Traits, PayloadKind kPayload, typename Value,
+          typename Policy = EightWayPolicy<int(sizeof(typename Traits::Bits)),
+                                           payload_bytes(kPayload, int(sizeof(Value)))>>
+cudaError_t launch_eight_way_pass(const MergeCall& pairs, int32_t* workspace,
+                                  cudaStream_t stream) {
+  const MergeCall call = eight_way_call(pairs);
+  if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return cudaSuccess;
+  const TileMap map = tile_map(call.layout, Policy::kTile);
+  if (map.tiles() >= (int64_t{1} << 31) || kEightWayRuns * map.boundaries() >= (int64_t{1} << 31)) {
+    return cudaErrorInvalidConfiguration;
+  }
+  if (cudaError_t err = launch_eight_way_partition<Traits>(pairs, Policy::kTile, workspace, stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  auto* merge = eight_way_merge_kernel<Traits, kPayload, Value, Policy>;
+  return launch_kernel(merge, static_cast<unsigned>(map.tiles()), Policy::kThreads, stream, call,
+                       workspace, pairs.layout.n,
+                       order_mask<Traits>(call.key_type, call.descending), map);
+}
+
+}  // namespace jax_mergepath
