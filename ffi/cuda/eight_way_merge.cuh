@@ -61,18 +61,19 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   const int64_t group = id / (map.tiles_per_merge + 1), t = id - group * (map.tiles_per_merge + 1);
   const RowGeometry g = row_geometry(groups, group);
   const int64_t total = g.m + g.n;
-  const int64_t d = tile_diagonal(t, map.tile, total);
+  // (int32 counts: a row is under 2^31 keys, so is its group)
+  const int32_t d = static_cast<int32_t>(tile_diagonal(t, map.tile, total));
   const Bits* base = x + g.a_offset;
-  int64_t len[kEightWayRuns], count[kEightWayRuns];
-#pragma unroll
-  for (int r = 0; r < kEightWayRuns; ++r) len[r] = eight_way_run_length(total, width, r);
-  k_way_co_rank<kEightWayRuns>(
-      d, len, [&](int r, int64_t i) { return __ldg(base + r * width + i); },
-      [&](Bits raw) { return directed_key<Traits>(raw, flip); }, count);
+  int32_t len[kEightWayRuns], count[kEightWayRuns];
 #pragma unroll
   for (int r = 0; r < kEightWayRuns; ++r) {
-    splits[kEightWayRuns * id + r] = static_cast<int32_t>(count[r]);
+    len[r] = static_cast<int32_t>(eight_way_run_length(total, width, r));
   }
+  k_way_co_rank<kEightWayRuns>(
+      d, len, [&](int r, int32_t i) { return __ldg(base + r * width + i); },
+      [&](Bits raw) { return directed_key<Traits>(raw, flip); }, count);
+#pragma unroll
+  for (int r = 0; r < kEightWayRuns; ++r) splits[kEightWayRuns * id + r] = count[r];
 }
 
 // Shared memory of an eight-way block: `stage` holds the eight ranges as loaded, then each

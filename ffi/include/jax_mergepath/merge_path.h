@@ -157,9 +157,10 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // The counts of K sorted runs among the first d outputs of their stable merge (ties in run
 // order; the counts sum to d), each known to lie in [lo[r], hi[r]] on entry, exact in lo on
 // return (lo == hi). raw_of(r, i): run r's element at i as stored; order(raw): its directed
-// order key (ordering.h), which `<` compares. Bisections of every open bracket at once. A step
-// has the middle element of every open bracket and decides, in the stable order of the middles
-// (key, then run), every one it can:
+// order key (ordering.h), which `<` compares. Index: int64_t, or int32_t where the runs' total
+// is under 2^31 (every sum below stays within it). Bisections of every open bracket at once. A
+// step has the middle element of every open bracket and decides, in the stable order of the
+// middles (key, then run), every one it can:
 //   * if a middle is among the first d outputs, so is every middle before it, and d >= the
 //     counts through those middles plus lo of the other runs (`below`): where that passes d,
 //     the middle is not among them (hi = middle);
@@ -167,19 +168,21 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 //     other middles (`above`): where that falls short of d, it is among them (lo = middle + 1).
 // The last middle or the first is always decided (one of the two sums passes), often more:
 // the same loads as one bracket a step, fewer steps in a row (host count on random keys, four
-// runs of width 2^15, tile 2805: 33 steps instead of 43). A step's loads are issued together,
-// raw reads first and their order keys after (a load and its order key together, one run after
-// the other, made each step wait for its loads one at a time on an H100: ncu put 60% of the quad
-// partition's stall samples on the order key after each load; docs/performance.md). (Also
-// tried: a middle decided by order against the last element known to be among the first d and
-// the first known not to be: 26 steps, but the partition took 20% longer on an H100.) Loops
-// unrolled over the runs: no runtime array index.
-template <int K, typename RawOf, typename Order>
-JMP_HD void k_way_split(int64_t d, int64_t (&lo)[K], int64_t (&hi)[K], const RawOf& raw_of,
+// runs of width 2^15, tile 2805: 33 steps instead of 43; eight runs of width 9984: ~70). Both
+// sums are the lo's plus gains, one comparison a pair of middles (a step costs O(K^2) adds: with
+// eight runs it is the partition's cost, docs/performance.md). A step's loads are issued
+// together, raw reads first and their order keys after (a load and its order key together, one
+// run after the other, made each step wait for its loads one at a time on an H100: ncu put 60%
+// of the quad partition's stall samples on the order key after each load). (Also tried: a middle
+// decided by order against the last element known to be among the first d and the first known
+// not to be: 26 steps, but the partition took 20% longer on an H100.) Loops unrolled over the
+// runs: no runtime array index.
+template <int K, typename Index, typename RawOf, typename Order>
+JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& raw_of,
                         const Order& order) {
   using Raw = decltype(raw_of(0, 0));
   using Key = decltype(order(raw_of(0, 0)));
-  int64_t mid[K];
+  Index mid[K];
   Key middle[K];
   bool load[K];
   auto load_middles = [&] {
@@ -200,33 +203,47 @@ JMP_HD void k_way_split(int64_t d, int64_t (&lo)[K], int64_t (&hi)[K], const Raw
   }
   load_middles();
   for (;;) {
-    bool open[K], out[K], in[K];  // decided on this step's brackets, applied after
+    // below of r: the lo's, plus through_mid of r and of every middle before it; above of r:
+    // the lo's and every open bracket's mid - lo, plus past_mid of every middle before it.
+    bool open[K];
+    Index through_mid[K], past_mid[K];
+    Index los = 0, to_mids = 0;
     bool any = false;
     JMP_UNROLL
-    for (int r = 0; r < K; ++r) {
-      open[r] = lo[r] < hi[r];
-      any = any || open[r];
+    for (int t = 0; t < K; ++t) {
+      open[t] = lo[t] < hi[t];
+      any = any || open[t];
+      los += lo[t];
+      through_mid[t] = open[t] ? mid[t] + 1 - lo[t] : Index(0);
+      past_mid[t] = open[t] ? hi[t] - mid[t] : Index(0);
+      to_mids += open[t] ? mid[t] - lo[t] : Index(0);
     }
     if (!any) return;
+    Index below[K], above[K];
     JMP_UNROLL
     for (int r = 0; r < K; ++r) {
-      int64_t below = 0, above = 0;
+      below[r] = los + through_mid[r];
+      above[r] = los + to_mids;
+    }
+    JMP_UNROLL
+    for (int r = 1; r < K; ++r) {
       JMP_UNROLL
-      for (int t = 0; t < K; ++t) {
-        // Run t's middle comes before run r's in the stable order.
-        const bool t_first = t < r ? !(middle[r] < middle[t]) : middle[t] < middle[r];
-        below += open[t] && (t == r || t_first) ? mid[t] + 1 : lo[t];
-        above += open[t] ? (t_first ? hi[t] : mid[t]) : lo[t];
+      for (int t = 0; t < r; ++t) {
+        const bool t_first = !(middle[r] < middle[t]);  // t's middle before r's (ties: run order)
+        below[r] += t_first ? through_mid[t] : Index(0);
+        above[r] += t_first ? past_mid[t] : Index(0);
+        below[t] += t_first ? Index(0) : through_mid[r];
+        above[t] += t_first ? Index(0) : past_mid[r];
       }
-      out[r] = open[r] && below > d;
-      in[r] = open[r] && !out[r] && above < d;
     }
     JMP_UNROLL
     for (int r = 0; r < K; ++r) {
-      hi[r] = out[r] ? mid[r] : hi[r];
-      lo[r] = in[r] ? mid[r] + 1 : lo[r];
+      const bool out = open[r] && below[r] > d;
+      const bool in = open[r] && !out && above[r] < d;
+      hi[r] = out ? mid[r] : hi[r];
+      lo[r] = in ? mid[r] + 1 : lo[r];
       mid[r] = (lo[r] + hi[r]) >> 1;  // unchanged where the bracket is
-      load[r] = (out[r] || in[r]) && lo[r] < hi[r];
+      load[r] = (out || in) && lo[r] < hi[r];
     }
     load_middles();
   }
@@ -236,17 +253,17 @@ JMP_HD void k_way_split(int64_t d, int64_t (&lo)[K], int64_t (&hi)[K], const Raw
 // their stable merge, from the run lengths alone: k_way_split from the brackets
 // [max(0, d - the other runs' lengths), min(len[r], d)] (the eight-way pass's split,
 // eight_way_merge.cuh).
-template <int K, typename RawOf, typename Order>
-JMP_HD void k_way_co_rank(int64_t d, const int64_t (&len)[K], const RawOf& raw_of,
-                          const Order& order, int64_t (&count)[K]) {
-  int64_t total = 0;
+template <int K, typename Index, typename RawOf, typename Order>
+JMP_HD void k_way_co_rank(Index d, const Index (&len)[K], const RawOf& raw_of, const Order& order,
+                          Index (&count)[K]) {
+  Index total = 0;
   JMP_UNROLL
   for (int r = 0; r < K; ++r) total += len[r];
-  int64_t hi[K];
+  Index hi[K];
   JMP_UNROLL
   for (int r = 0; r < K; ++r) {
-    const int64_t others = total - len[r];
-    count[r] = d > others ? d - others : 0;
+    const Index others = total - len[r];
+    count[r] = d > others ? d - others : Index(0);
     hi[r] = len[r] < d ? len[r] : d;
   }
   k_way_split<K>(d, count, hi, raw_of, order);
