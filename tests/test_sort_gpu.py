@@ -87,10 +87,10 @@ def test_gpu_tile_sweep(rng, dtype, descending):
 # one (a two-way pass first; or, 4-byte keys alone or with 4-byte payloads, the wide block sort's
 # tile where it leaves fewer passes), quads of one to three runs (a row's last), sorted rows that
 # skip every pass, both directions; keys alone (4 and 8 bytes), argsort (keys with int32
-# positions: 4 + 4 and 8 + 4 bytes) and sort_by_key (4 + 4 bytes). Elements over 4 bytes from
-# kEightWayMinBytes (2^29) a pass merge eight runs a pass (eight-way passes, "8w" below: after a
-# quad or a two-way pass where the levels are not a multiple of three), groups of one to seven
-# runs at a row's end.
+# positions: 4 + 4 and 8 + 4 bytes) and sort_by_key (4 + 4 bytes). Elements over 4 bytes merge
+# eight runs a pass instead (eight-way passes, tuning.h sort_pass_factor: after a quad pass or a
+# two-way pass where the levels are not a multiple of three: "8w", "q + 8w", "2 + 8w" below),
+# groups of one to seven runs at a row's end.
 _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
     ("sort", np.uint32, (3, 3 * 2**23 + 7), False, "random"),  # rows of 13 levels: wide, 12
@@ -98,18 +98,18 @@ _QUAD_CASES = [
     ("sort", np.int32, (81_788_929,), False, "random"),  # wide: more workspace than the 4352 tile's
     ("sort", np.uint32, (78_000_000,), True, "few"),  # wide, 13 levels: a two-way pass, 6 quads
     ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: wide, 14 (7 quads)
-    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels: 8w
-    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: wide, 14; 8w
-    ("argsort", np.int32, (47_000_000,), False, "random"),  # 15 levels: wide, 13 (two-way first)
-    ("argsort", np.float32, (2**26 + 7,), False, "special"),  # wide; NaN-last tiles; 8w
-    ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest; wide
-    ("sort_by_key", np.int32, (2**24 + 3,), False, "few"),  # 4-byte values: the wide block sort
+    ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels: 2 + 8w
+    ("argsort", np.int32, (2**26 + 5,), True, "few"),  # 15 levels: wide, 14 (q + 8w)
+    ("argsort", np.int32, (47_000_000,), False, "random"),  # 15 levels: wide, 13 (2 + 8w)
+    ("argsort", np.float32, (2**26 + 7,), False, "special"),  # wide; NaN-last; q + 8w
+    ("argsort", np.float32, (2**24 + 3,), True, "random"),  # 128 MB a pass: the smallest; 8w
+    ("sort_by_key", np.int32, (2**24 + 3,), False, "few"),  # 4-byte values: wide tile; 8w
     ("sort", np.int32, (2**26 + 1,), False, "random"),  # 256 MB: 4-byte elements' smallest
-    ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13 levels; 8w
-    ("argsort", np.float64, (2**24 + 5,), False, "special"),  # wide, 11 levels; NaN-last
-    ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels; 8w
-    ("sort_by_key", np.int64, (2**24 + 5,), True, "random"),  # wide (8 + 4-byte values), 11
-    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide; row 1 sorted; 8w
+    ("argsort", np.int64, (2**26 + 11,), True, "random"),  # wide (8 + 4 bytes), 13: 2 + 8w
+    ("argsort", np.float64, (2**24 + 5,), False, "special"),  # wide, 11: q + 8w; NaN-last
+    ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels: 2 + 8w
+    ("sort_by_key", np.int64, (2**24 + 5,), True, "random"),  # wide (8 + 4), 11: q + 8w
+    ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide, 12: 8w; row 1 sorted
 ]
 
 

@@ -1,11 +1,11 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host
 # (docs/architecture.md: CPU CI tests the index arithmetic the GPU depends on): the rows kernel's
 # shape (tuning.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for every
-# key width and payload kind (merge_shape_for); the quad and eight-way passes' split searches
-# (merge_path.h quad_co_rank, k_way_co_rank); which block sort the CUDA sort takes (tuning.h
-# cuda_sort_shape: the wide tile only where it leaves fewer passes); and that the CUDA
-# workspaces' per-row bounds (tuning.h merge_workspace_bound, sort_workspace_bound, as Python
-# evaluates them) are never below the exact sizes the handlers check.
+# key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
+# quad_co_rank); which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
+# only where it leaves fewer passes); and that the CUDA workspaces' per-row bounds (tuning.h
+# merge_workspace_bound, sort_workspace_bound, as Python evaluates them) are never below the
+# exact sizes the handlers check.
 from __future__ import annotations
 
 import math
@@ -103,45 +103,6 @@ def test_quad_split_refuses_what_the_kernels_never_pass():
     with pytest.raises(ValueError, match="sorted"):
         _cpu.quad_split([2, 1], [], [], [], 2, 2)
     assert tuple(_cpu.quad_split(*runs, 5, 2)) == (4, 2, 1)  # the end boundary
-
-
-def _counts_brute(runs: list[list[int]], diag: int) -> list[int]:
-    """Each run's count among the first diag outputs of their stable merge (ties in run order)."""
-    tagged = sorted((key, r) for r, run in enumerate(runs) for key in run)  # stable: (key, run)
-    taken = [r for _, r in tagged[:diag]]
-    return [taken.count(r) for r in range(len(runs))]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_eight_way_split_matches_the_stable_merge(seed):
-    # merge_path.h k_way_co_rank (the CUDA eight-way pass's partition) on the host: for eight
-    # sorted runs (empty ones, a short last run, duplicates across runs, one key everywhere) and
-    # every diagonal, the counts equal the brute-force stable merge's.
-    rng = np.random.default_rng(100 + seed)
-    for _ in range(25):
-        width = int(rng.integers(1, 40))
-        lengths = [width] * 8
-        if rng.random() < 0.5:
-            lengths = [int(rng.integers(0, width + 1)) for _ in range(8)]
-        elif rng.random() < 0.5:  # a row's last group: full runs, then a short one, then none
-            cut = int(rng.integers(0, 8 * width))
-            lengths = [min(max(cut - r * width, 0), width) for r in range(8)]
-        distinct = int(rng.choice([1, 3, 50, 10**6]))
-        runs = [sorted(int(k) for k in rng.integers(0, distinct, n)) for n in lengths]
-        for diag in range(sum(lengths) + 1):
-            got = list(_cpu.eight_way_split(runs, diag))
-            assert got == _counts_brute(runs, diag), (runs, diag)
-
-
-def test_eight_way_split_refuses_what_the_kernels_never_pass():
-    runs = [[1, 2], [0, 5], [3], [], [], [], [], [4]]
-    with pytest.raises(ValueError, match="eight runs"):
-        _cpu.eight_way_split(runs[:4], 1)
-    with pytest.raises(ValueError, match="sorted"):
-        _cpu.eight_way_split([[2, 1]] + runs[1:], 1)
-    with pytest.raises(ValueError, match="diag"):
-        _cpu.eight_way_split(runs, 7)
-    assert list(_cpu.eight_way_split(runs, 6)) == [2, 2, 1, 0, 0, 0, 0, 1]
 
 
 def _levels(tile: int, length: int) -> int:

@@ -1,12 +1,13 @@
 // eight_way_merge.cuh: the eight-way pass of the CUDA mergesort: every eight consecutive sorted
 // runs of width w of every row merged into one run of 8 w, reading and writing the keys (and the
 // carried payload) once for three merge levels. Two launches, on the shared core:
-//   1. eight_way_partition_kernel: for every tile boundary d of every group of eight runs,
-//      merge_path.h's k_way_co_rank from the run lengths alone (no samples, no earlier launch):
-//      the eight runs' counts among the first d outputs, eight int32 a boundary in the
-//      workspace;
+//   1. eight_way_partition_kernel: for every tile boundary d of every group of eight runs, eight
+//      lanes find the eight runs' counts among the first d outputs from the run lengths alone
+//      (no samples, no earlier launch; k_way_co_rank_lanes, merge_path.h's k_way_split a lane a
+//      run): eight int32 a boundary in the workspace;
 //   2. eight_way_merge_kernel: one block per tile copies its eight exact ranges into shared
-//      memory (tile_io.cuh: 4-byte keys alone in 16-byte chunks, else packed), merges them
+//      memory (tile_io.cuh: packed; 4-byte keys alone, which only the sweep runs, in 16-byte
+//      chunks), merges them
 //      pairwise in place (each level's outputs padded to whole threads: four groups, then two),
 //      then the last two into registers (block_merge.cuh merge_full_sorted every time), and
 //      stores through shared memory like the quad pass (block_merge.cuh store_tile_outputs).
@@ -34,6 +35,7 @@
 namespace jax_mergepath {
 
 inline constexpr int kEightWayRuns = 8;
+static_assert(kEightWayPartitionThreads % 32 == 0 && 32 % kEightWayRuns == 0, "whole groups");
 
 // The groups of an eight-way pass over runs of width w (`pairs`: that two-way pass's call):
 // kRunPairs of width 4 w, a group's first four runs as A and its last four as B.
@@ -48,32 +50,94 @@ __device__ __forceinline__ int64_t eight_way_run_length(int64_t total, int64_t w
   return clamp_length(total - r * width, width);
 }
 
-// One thread per tile boundary of every group. groups: eight_way_call's layout; map: its tile
-// map; width: w. splits[8 id + r]: run r's count among the group's first d outputs.
+// A key moved between the lanes of a warp (`width` lanes a group, source lane src of the group).
+template <typename Key>
+__device__ __forceinline__ Key shfl_key(Key v, int src, int width) {
+  if constexpr (sizeof(Key) == 8) {
+    return static_cast<Key>(__shfl_sync(0xffffffffu, static_cast<unsigned long long>(v), src,
+                                         width));
+  } else {
+    return static_cast<Key>(__shfl_sync(0xffffffffu, static_cast<unsigned>(v), src, width));
+  }
+}
+
+// The sum of v over the `width` lanes of this lane's group (a power of two).
+__device__ __forceinline__ int32_t group_sum(int32_t v, int width) {
+  for (int step = 1; step < width; step <<= 1) v += __shfl_xor_sync(0xffffffffu, v, step, width);
+  return v;
+}
+
+// merge_path.h's k_way_split with a lane a run, from the run lengths alone: K lanes of a warp
+// (a power of two, at most 32) find the counts of their boundary's K sorted runs (lane r's of
+// length len) among the first d outputs of their stable merge, lane r holding run r's bracket,
+// from [max(0, d - the other runs' lengths), min(len, d)], and its middle. The same steps and
+// decisions as k_way_split, its sums gathered by shuffles: a step costs O(K) a lane instead of
+// O(K^2) a thread, and a boundary's K loads come from K lanes (one thread a boundary took 147 us
+// for the eight-way split of 2^27 int32 keys, eight lanes 64-106 us; docs/performance.md).
+// Every lane of the warp calls it (shuffles); a lane whose group has no boundary passes
+// d = len = 0. Returns run r's count. raw_of(i): run r's element i as stored; order(raw): its
+// directed order key.
+template <int K, typename RawOf, typename Order>
+__device__ __forceinline__ int32_t k_way_co_rank_lanes(int32_t d, int32_t len, const RawOf& raw_of,
+                                                       const Order& order) {
+  static_assert(K >= 2 && K <= 32 && (K & (K - 1)) == 0, "a power-of-two group of lanes");
+  using Key = decltype(order(raw_of(0)));
+  const int r = static_cast<int>(threadIdx.x) & (K - 1);
+  const int32_t others = group_sum(len, K) - len;
+  int32_t lo = d > others ? d - others : 0, hi = len < d ? len : d;
+  int32_t mid = (lo + hi) >> 1;
+  Key middle = lo < hi ? order(raw_of(mid)) : Key(0);
+  for (;;) {
+    const bool open = lo < hi;
+    if (!__any_sync(0xffffffffu, open)) return lo;  // (groups done early idle in the warp)
+    // below: the lo's plus through_mid of this run and of every middle before it; above: the
+    // lo's and every open bracket's mid - lo, plus past_mid of every middle before it.
+    const int32_t through_mid = open ? mid + 1 - lo : 0, past_mid = open ? hi - mid : 0;
+    const int32_t los = group_sum(lo, K);
+    int32_t below = los + through_mid, above = los + group_sum(open ? mid - lo : 0, K);
+#pragma unroll
+    for (int t = 0; t < K; ++t) {
+      const Key other = shfl_key(middle, t, K);
+      const int32_t other_through = __shfl_sync(0xffffffffu, through_mid, t, K);
+      const int32_t other_past = __shfl_sync(0xffffffffu, past_mid, t, K);
+      // Run t's middle before this one's in the stable order (key, then run; never itself).
+      const bool t_first = t < r ? !(middle < other) : (t > r && other < middle);
+      below += t_first ? other_through : 0;
+      above += t_first ? other_past : 0;
+    }
+    const bool out = open && below > d;
+    const bool in = open && !out && above < d;
+    hi = out ? mid : hi;
+    lo = in ? mid + 1 : lo;
+    mid = (lo + hi) >> 1;  // unchanged where the bracket is
+    if ((out || in) && lo < hi) middle = order(raw_of(mid));
+  }
+}
+
+// kEightWayRuns lanes per tile boundary of every group. groups: eight_way_call's layout; map:
+// its tile map; width: w. splits[8 id + r]: run r's count among the group's first d outputs.
 template <typename Traits>
-__global__ void __launch_bounds__(kQuadPartitionThreads)
+__global__ void __launch_bounds__(kEightWayPartitionThreads)
     eight_way_partition_kernel(MergeLayout groups, int64_t width, const typename Traits::Bits* x,
                                typename Traits::Bits flip, TileMap map, int32_t* splits) {
   grid_prologue();
   using Bits = typename Traits::Bits;
-  const int64_t id = int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x;
-  if (id >= map.boundaries()) return;
-  const int64_t group = id / (map.tiles_per_merge + 1), t = id - group * (map.tiles_per_merge + 1);
+  const int64_t lane_id = int64_t{blockIdx.x} * kEightWayPartitionThreads + threadIdx.x;
+  const int64_t id = lane_id / kEightWayRuns;
+  const int r = static_cast<int>(lane_id % kEightWayRuns);
+  const bool valid = id < map.boundaries();
+  const int64_t group = valid ? id / (map.tiles_per_merge + 1) : 0;
+  const int64_t t = valid ? id - group * (map.tiles_per_merge + 1) : 0;
   const RowGeometry g = row_geometry(groups, group);
-  const int64_t total = g.m + g.n;
+  const int64_t total = valid ? g.m + g.n : 0;
   // (int32 counts: a row is under 2^31 keys, so is its group)
   const int32_t d = static_cast<int32_t>(tile_diagonal(t, map.tile, total));
-  const Bits* base = x + g.a_offset;
-  int32_t len[kEightWayRuns], count[kEightWayRuns];
-#pragma unroll
-  for (int r = 0; r < kEightWayRuns; ++r) {
-    len[r] = static_cast<int32_t>(eight_way_run_length(total, width, r));
-  }
-  k_way_co_rank<kEightWayRuns>(
-      d, len, [&](int r, int32_t i) { return __ldg(base + r * width + i); },
-      [&](Bits raw) { return directed_key<Traits>(raw, flip); }, count);
-#pragma unroll
-  for (int r = 0; r < kEightWayRuns; ++r) splits[kEightWayRuns * id + r] = count[r];
+  const int32_t len = static_cast<int32_t>(eight_way_run_length(total, width, r));
+  const Bits* run = x + g.a_offset + r * width;
+  const int32_t count = k_way_co_rank_lanes<kEightWayRuns>(
+      d, len, [&](int32_t i) { return __ldg(run + i); },
+      [&](Bits raw) { return directed_key<Traits>(raw, flip); });
+  if (valid) splits[kEightWayRuns * id + r] = count;
 }
 
 // Shared memory of an eight-way block: `stage` holds the eight ranges as loaded, then each
@@ -241,8 +305,9 @@ cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int
   const TileMap map = tile_map(call.layout, tile);
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
-  const unsigned blocks = static_cast<unsigned>(ceil_div(map.boundaries(), kQuadPartitionThreads));
-  return launch_kernel(eight_way_partition_kernel<Traits>, blocks, kQuadPartitionThreads, stream,
+  const unsigned blocks = static_cast<unsigned>(
+      ceil_div(kEightWayRuns * map.boundaries(), kEightWayPartitionThreads));
+  return launch_kernel(eight_way_partition_kernel<Traits>, blocks, kEightWayPartitionThreads, stream,
                        call.layout, pairs.layout.n, keys, flip, map, workspace);
 }
 

@@ -199,32 +199,6 @@ NB_MODULE(_cpu, m) {
       "(x, a, c) of a quad pass's split at diagonal diag (a multiple of tile, or the end) of "
       "the four sorted runs a, b, c, e: test hook of merge_path.h quad_co_rank");
   m.def(
-      "eight_way_split",
-      [](const std::vector<std::vector<int64_t>>& runs, int64_t diag) {
-        // The eight-way pass's split search (merge_path.h k_way_co_rank, which the CUDA
-        // partition runs) on eight sorted runs of int64 keys, from their lengths alone.
-        namespace jmp = jax_mergepath;
-        if (runs.size() != 8) throw std::invalid_argument("eight_way_split: eight runs");
-        int64_t len[8], total = 0;
-        for (int r = 0; r < 8; ++r) {
-          if (!std::is_sorted(runs[r].begin(), runs[r].end())) {
-            throw std::invalid_argument("eight_way_split: every run must be sorted");
-          }
-          len[r] = int64_t(runs[r].size());
-          total += len[r];
-        }
-        if (diag < 0 || diag > total) {
-          throw std::invalid_argument("eight_way_split: diag must be in [0, total]");
-        }
-        int64_t count[8];
-        jmp::k_way_co_rank<8>(
-            diag, len, [&](int r, int64_t i) { return runs[size_t(r)][size_t(i)]; },
-            jmp::KeysAsRead{}, count);
-        return std::vector<int64_t>(count, count + 8);
-      },
-      "the counts of the eight sorted runs among the first diag outputs of their stable merge "
-      "(ties in run order): test hook of merge_path.h k_way_co_rank");
-  m.def(
       "cuda_sort_shape",
       [](int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
         const jax_mergepath::SortShape shape =

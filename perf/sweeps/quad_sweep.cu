@@ -349,6 +349,7 @@ int main(int argc, char** argv) {
     make_data<uint64_t, int32_t, false>(w, total / 2, width, 8);
     run_quad_then_two<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
     run_eight<jmp::S64Key, PayloadKind::kValue, int32_t, EightShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
+    run_eight<jmp::S64Key, PayloadKind::kValue, int32_t, EightShapeT<256, 13, 3>>("int64 + int32 (half the keys)", w, repeats);
     free_data(w);
   }
   if (runs("wide")) {  // argsort's 8-byte keys with int32 positions (int64, then float64)

@@ -169,8 +169,8 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // The last middle or the first is always decided (one of the two sums passes), often more:
 // the same loads as one bracket a step, fewer steps in a row (host count on random keys, four
 // runs of width 2^15, tile 2805: 33 steps instead of 43; eight runs of width 9984: ~70). Both
-// sums are the lo's plus gains, one comparison a pair of middles (a step costs O(K^2) adds: with
-// eight runs it is the partition's cost, docs/performance.md). A step's loads are issued
+// sums are the lo's plus gains, one comparison a pair of middles (O(K^2) adds a step; the
+// eight-way pass runs these steps a lane a run: eight_way_merge.cuh k_way_co_rank_lanes). A step's loads are issued
 // together, raw reads first and their order keys after (a load and its order key together, one
 // run after the other, made each step wait for its loads one at a time on an H100: ncu put 60%
 // of the quad partition's stall samples on the order key after each load). (Also tried: a middle
@@ -247,26 +247,6 @@ JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& ra
     }
     load_middles();
   }
-}
-
-// The counts of K sorted runs of lengths len[r] among the first d (<= their total) outputs of
-// their stable merge, from the run lengths alone: k_way_split from the brackets
-// [max(0, d - the other runs' lengths), min(len[r], d)] (the eight-way pass's split,
-// eight_way_merge.cuh).
-template <int K, typename Index, typename RawOf, typename Order>
-JMP_HD void k_way_co_rank(Index d, const Index (&len)[K], const RawOf& raw_of, const Order& order,
-                          Index (&count)[K]) {
-  Index total = 0;
-  JMP_UNROLL
-  for (int r = 0; r < K; ++r) total += len[r];
-  Index hi[K];
-  JMP_UNROLL
-  for (int r = 0; r < K; ++r) {
-    const Index others = total - len[r];
-    count[r] = d > others ? d - others : Index(0);
-    hi[r] = len[r] < d ? len[r] : d;
-  }
-  k_way_split<K>(d, count, hi, raw_of, order);
 }
 
 // The four runs of a quad: lengths, raw readers (raw_a(i) .. raw_d(i): the element at i, as

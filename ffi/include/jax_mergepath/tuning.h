@@ -35,6 +35,10 @@ static_assert(kQuadPartitionThreads % 32 == 0 && kQuadPartitionThreads >= 32 &&
                   kQuadPartitionThreads <= 1024,
               "kQuadPartitionThreads: whole warps, at most 1024 threads");
 
+// Threads a block of the eight-way split (eight_way_merge.cuh eight_way_partition_kernel, eight
+// lanes a boundary): 32 boundaries a block.
+inline constexpr int kEightWayPartitionThreads = 256;
+
 // The partition pass searches up to this many tile boundaries with a warp each, more with a
 // thread each (partition_boundaries_per_block): the warp search's latency wins on small grids,
 // the thread search's load throughput on large ones. Measured with perf/sweeps/tile_sweep.cu and
@@ -412,20 +416,23 @@ struct QuadPolicy : TilePolicy<quad_shape(kKeyBytes, kPayloadBytes).threads,
                                quad_shape(kKeyBytes, kPayloadBytes).min_blocks,
                                quad_shape(kKeyBytes, kPayloadBytes).tile> {};
 
-// Eight-way passes (merge_path.h k_way_co_rank; ffi/cuda/eight_way_merge.cuh): one pass does
-// three merge levels with one read and one write of the keys, a block merging its eight ranges
-// pairwise in shared memory, then the four results, then the two; (threads - 3) x items outputs
-// a tile (the first level pads three groups' outputs to whole threads). Its split searches the
-// eight runs from their lengths (one launch, no samples): ~70 dependent steps of eight loads, a
-// thread a boundary (230-410 us at 2^27 keys, against the quad's ~100), so only large passes of
-// elements over 4 bytes take eight-way passes (sort_may_use_eights, eight_way_min_bytes): there
-// one replaces a quad pass and a two-way pass 11-19% faster; 4-byte keys alone lose (their
-// quads' chunked loads; the eight-way merge is issue-bound at the quad's instructions a level).
-// Measured with perf/sweeps/quad_sweep.cu "eight" (docs/performance.md, "Eight-way passes").
-// The quad pass's shapes.
+// Eight-way passes (ffi/cuda/eight_way_merge.cuh): one pass does three merge levels with one
+// read and one write of the keys, a block merging its eight ranges pairwise in shared memory,
+// then the four results, then the two; (threads - 3) x items outputs a tile (the first level
+// pads three groups' outputs to whole threads). Its split searches the eight runs from their
+// lengths, eight lanes a boundary (one launch, no samples). Sorts that take quads take them for
+// elements over 4 bytes (sort_may_use_eights): one replaces a quad pass and a two-way pass
+// 19-30% faster (2^24 to 2^27 keys); 4-byte keys alone keep quads (int32 4-12% faster, float32
+// 2-4% slower at 2^27). Shapes by the same sweep: 8-byte keys alone 256 x 21 at 2 blocks (256 x 17
+// at 3: 2-4% slower), 4 + 4 bytes 256 x 15 at 3 (256 x 13 at 4: 2-5% slower), 8 + 4 bytes
+// 256 x 11 at 3 (256 x 13: 1-4% slower). Measured with perf/sweeps/quad_sweep.cu "eight"
+// (docs/performance.md, "Eight-way passes").
 constexpr QuadShape eight_way_shape(int key_bytes, int payload_bytes) {
-  const QuadShape quad = quad_shape(key_bytes, payload_bytes);
-  return {quad.threads, quad.items, quad.min_blocks, int64_t{quad.threads - 3} * quad.items};
+  // (the shapes sort_may_use_eights admits: 8-byte keys alone, 4 + 4 and 8 + 4 bytes)
+  const bool keys8 = key_bytes == 8 && payload_bytes == 0;
+  const int items = keys8 ? 21 : (key_bytes == 4 ? 15 : 11);
+  const int threads = 256;
+  return {threads, items, keys8 ? 2 : 3, int64_t{threads - 3} * items};
 }
 
 template <int kKeyBytes, int kPayloadBytes>
@@ -446,17 +453,14 @@ constexpr bool sort_uses_quads(int key_bytes, int payload_bytes, int64_t rows, i
          rows * length * element_bytes >= quad_min_bytes(element_bytes);
 }
 
-// Eight-way passes (above): sorts whose quads move elements over 4 bytes, from 2^29 bytes a pass
-// (the sweep's 2^27 4 + 4-byte and 2^26 8- and 8 + 4-byte elements; smaller passes unmeasured).
-inline constexpr int64_t kEightWayMinBytes = int64_t{1} << 29;
-
+// Whether sorts of these keys and payload take eight-way passes where they take quads (above).
 constexpr bool sort_may_use_eights(int key_bytes, int payload_bytes) {
   return sort_may_use_quads(key_bytes, payload_bytes) && key_bytes + payload_bytes > 4;
 }
 
 constexpr bool sort_uses_eights(int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
   return sort_may_use_eights(key_bytes, payload_bytes) &&
-         rows * length * (key_bytes + payload_bytes) >= kEightWayMinBytes;
+         sort_uses_quads(key_bytes, payload_bytes, rows, length);
 }
 
 // The runs a sort's pass at run width `width` (< length) merges at once: with eight-way passes,
