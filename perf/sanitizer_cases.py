@@ -2,10 +2,10 @@
 
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
-rows, every sort payload, quad passes, the wide block sorts (4- and 8-byte keys), searchsorted
-(binary and merge path, short rows in the rows kernel), the radix path (CUB, counting sort and
-scatter); sizes around the tiles; results are checked against numpy so a silent error also
-fails.
+rows, every sort payload, quad and eight-way passes, the wide block sorts (4- and 8-byte keys),
+searchsorted (binary and merge path, short rows in the rows kernel), the radix path (CUB,
+counting sort and scatter); sizes around the tiles; results are checked against numpy so a
+silent error also fails.
 
 Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
 racecheck; JMP_SANITIZER_CASES picks a subset):
@@ -37,15 +37,19 @@ def main() -> None:
     rng = np.random.default_rng(0)
     assert jax.devices()[0].platform == "gpu", jax.devices()
     # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
-    # "wide64" (only those), "search" (searchsorted only) or "radix" (the radix path only):
-    # racecheck of everything passes one device call's 10 minutes.
+    # "wide64" (only those), "search" (searchsorted only), "radix" (the radix path only) or
+    # "passes" (the quad and eight-way passes only): racecheck of everything passes one device
+    # call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
-    if which not in ("all", "base", "wide64", "search", "radix"):
-        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected all, base, wide64, search or radix")
+    kinds = ("all", "base", "wide64", "search", "radix", "passes")
+    if which not in kinds:
+        sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected one of {', '.join(kinds)}")
     if which == "search":
         search_cases(rng)
     if which == "radix":
         radix_cases(rng)
+    if which == "passes":
+        pass_cases(rng)
     if which in ("all", "base"):
         base_cases(rng)
     if which in ("all", "wide64"):
@@ -103,12 +107,7 @@ def sort_cases(rng: np.random.Generator) -> None:
         k, v = jmp.sort_by_key(x, x.astype(np.float32) * 2)
         check(v, np.take_along_axis(x, want, -1).astype(np.float32) * 2, "sort_by_key")
         check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
-    # Quad and eight-way passes (tuning.h sort_pass_factor: 8-byte elements from 2^29 bytes a
-    # pass): argsort of int32 keys (4 + 4 bytes), 15 merge levels after the 2816-key tile, 14
-    # after the wide 5888-key one it takes: a quad pass, then four eight-way passes.
-    big = rng.integers(0, 1000, 2**26 + 13).astype(np.int32)
-    with _ffi.forced_sort_method("merge"):  # (as dispatched, this one row takes CUB's radix sort)
-        check(jmp.argsort(big), np.argsort(big, kind="stable").astype(np.int32), "quad argsort")
+    pass_cases(rng)
     radix_cases(rng)
     # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
     # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
@@ -122,6 +121,24 @@ def sort_cases(rng: np.random.Generator) -> None:
     got_f = np.asarray(jmp.sort(wide_f, descending=True))
     check(got_f.view(np.uint32), want_f.view(np.uint32), "wide float block sort")
     search_cases(rng)
+
+
+def pass_cases(rng: np.random.Generator) -> None:
+    # Quad and eight-way passes (tuning.h sort_pass_factor; merge sorts forced: as dispatched,
+    # the 4-byte ones take CUB's radix sort): int32 keys alone, 2^26 + 1 keys, 14 levels after
+    # the 4352-key tile: seven quads; argsort of int32 keys (4 + 4 bytes), 2^24 + 3
+    # keys, 12 levels after the wide 5888-key tile: four eight-way passes; argsort of int64 keys
+    # (8 + 4 bytes) descending, 2^24 + 5 keys, 11 levels after the 8704-key tile: a quad, then
+    # three eight-way passes, groups of fewer than eight runs at the end.
+    with _ffi.forced_sort_method("merge"):
+        keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
+        check(jmp.sort(keys), np.sort(keys), "quad sort")
+        few = rng.integers(0, 1000, 2**24 + 3).astype(np.int32)
+        want_few = np.argsort(few, kind="stable").astype(np.int32)
+        check(jmp.argsort(few), want_few, "eight-way argsort")
+        wide = rng.integers(-(2**40), 2**40, 2**24 + 5)
+        want = np.argsort(-wide, kind="stable").astype(np.int32)
+        check(jmp.argsort(wide, descending=True), want, "quad + eight-way argsort int64")
 
 
 def radix_cases(rng: np.random.Generator) -> None:
