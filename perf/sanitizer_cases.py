@@ -125,20 +125,25 @@ def sort_cases(rng: np.random.Generator) -> None:
 
 def pass_cases(rng: np.random.Generator) -> None:
     # Quad and eight-way passes (tuning.h sort_pass_factor; merge sorts forced: as dispatched,
-    # the 4-byte ones take CUB's radix sort): int32 keys alone, 2^26 + 1 keys, 14 levels after
-    # the 4352-key tile: seven quads; argsort of int32 keys (4 + 4 bytes), 2^24 + 3
+    # the 4-byte ones take CUB's radix sort): argsort of int32 keys (4 + 4 bytes), 2^24 + 3
     # keys, 12 levels after the wide 5888-key tile: four eight-way passes; argsort of int64 keys
     # (8 + 4 bytes) descending, 2^24 + 5 keys, 11 levels after the 8704-key tile: a quad, then
-    # three eight-way passes, groups of fewer than eight runs at the end.
+    # three eight-way passes, groups of fewer than eight runs at the end; int32 keys alone,
+    # 2^26 + 1 keys, 14 levels after the 4352-key tile: seven quads.
     with _ffi.forced_sort_method("merge"):
-        keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
-        check(jmp.sort(keys), np.sort(keys), "quad sort")
         few = rng.integers(0, 1000, 2**24 + 3).astype(np.int32)
         want_few = np.argsort(few, kind="stable").astype(np.int32)
         check(jmp.argsort(few), want_few, "eight-way argsort")
-        wide = rng.integers(-(2**40), 2**40, 2**24 + 5)
-        want = np.argsort(-wide, kind="stable").astype(np.int32)
-        check(jmp.argsort(wide, descending=True), want, "quad + eight-way argsort int64")
+        jax.config.update("jax_enable_x64", True)  # (8-byte keys)
+        try:
+            wide = rng.integers(-(2**40), 2**40, 2**24 + 5)
+            # (jnp's stable descending order: the reversed axis sorted, reversed back)
+            want = wide.size - 1 - np.argsort(wide[::-1], kind="stable")[::-1]
+            check(jmp.argsort(wide, descending=True), want, "quad + eight-way argsort int64")
+        finally:
+            jax.config.update("jax_enable_x64", False)
+        keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
+        check(jmp.sort(keys), np.sort(keys), "quad sort")
 
 
 def radix_cases(rng: np.random.Generator) -> None:
