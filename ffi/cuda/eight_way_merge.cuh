@@ -241,14 +241,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   Bits* keys = shared.keys();
   const MergeLayout& groups = call.layout;
   if (row_done_of_tile(groups, blockIdx.x, map)) return;
-  const uint32_t group32 =
-      static_cast<uint32_t>(blockIdx.x) / static_cast<uint32_t>(map.tiles_per_merge);
-  const int64_t group = group32, t = int64_t{blockIdx.x} - int64_t{group32} * map.tiles_per_merge;
-  const RowGeometry g = row_geometry(groups, group);
-  const int64_t d0 = tile_diagonal(t, map.tile, g.m + g.n);
-  const int64_t d1 = tile_diagonal(t + 1, map.tile, g.m + g.n);
+  const PassTile tile = pass_tile(groups, map);
+  const RowGeometry& g = tile.g;
+  const int64_t d0 = tile.d0, d1 = tile.d1;
   if (d0 == d1) return;  // a spare tile of a short group
-  const int32_t* s0 = splits + kEightWayRuns * (group * (map.tiles_per_merge + 1) + t);
+  const int32_t* s0 = splits + kEightWayRuns * (tile.merge * (map.tiles_per_merge + 1) + tile.t);
   int start[kEightWayRuns], count[kEightWayRuns], loc[kEightWayRuns];
 #pragma unroll
   for (int r = 0; r < kEightWayRuns; ++r) {

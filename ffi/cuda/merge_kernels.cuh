@@ -151,6 +151,28 @@ __device__ __forceinline__ bool row_done_of_tile(const MergeLayout& layout, int6
   return layout.row_done[row] != 0;
 }
 
+// The tile that block `blockIdx.x` of a pass over `layout` (tile map `map`: quad and eight-way
+// passes) merges: its merge, its tile in the merge, the merge's geometry and the tile's output
+// diagonals [d0, d1) (d0 == d1: a spare tile of a short merge). 32-bit divisions: tiles < 2^31
+// (checked at launch).
+struct PassTile {
+  int64_t merge, t;
+  RowGeometry g;
+  int64_t d0, d1;
+};
+
+__device__ __forceinline__ PassTile pass_tile(const MergeLayout& layout, const TileMap& map) {
+  const uint32_t merge32 =
+      static_cast<uint32_t>(blockIdx.x) / static_cast<uint32_t>(map.tiles_per_merge);
+  PassTile p;
+  p.merge = merge32;
+  p.t = int64_t{blockIdx.x} - int64_t{merge32} * map.tiles_per_merge;
+  p.g = row_geometry(layout, p.merge);
+  p.d0 = tile_diagonal(p.t, map.tile, p.g.m + p.g.n);
+  p.d1 = tile_diagonal(p.t + 1, map.tile, p.g.m + p.g.n);
+  return p;
+}
+
 // Ranks payloads: output p of the tile (diagonal r.k_begin + p of its merge) came from element
 // e of the tile's A range (or B's); an element of the ranked side gets the count of the other
 // side's outputs before it. Returns e (or -1 for the other side) and sets rank.

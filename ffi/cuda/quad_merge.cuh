@@ -124,15 +124,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   Bits* keys = shared.keys();
   const MergeLayout& quads = call.layout;
   if (row_done_of_tile(quads, blockIdx.x, map)) return;
-  const uint32_t quad32 =
-      static_cast<uint32_t>(blockIdx.x) / static_cast<uint32_t>(map.tiles_per_merge);
-  const int64_t quad = quad32, t = int64_t{blockIdx.x} - int64_t{quad32} * map.tiles_per_merge;
-  const RowGeometry g = row_geometry(quads, quad);
-  const int64_t d0 = tile_diagonal(t, map.tile, g.m + g.n);
-  const int64_t d1 = tile_diagonal(t + 1, map.tile, g.m + g.n);
+  const PassTile tile = pass_tile(quads, map);
+  const RowGeometry& g = tile.g;
+  const int64_t d0 = tile.d0, d1 = tile.d1;
   if (d0 == d1) return;  // a spare tile of a short quad
   const QuadRuns runs = quad_runs(g, quads.n / 2);
-  const int32_t* s0 = quad_splits + 3 * (quad * (map.tiles_per_merge + 1) + t);
+  const int32_t* s0 = quad_splits + 3 * (tile.merge * (map.tiles_per_merge + 1) + tile.t);
   const int x0 = s0[0], a0 = s0[1], c0 = s0[2], x1 = s0[3], a1 = s0[4], c1 = s0[5];
   // Range starts in the quad (A's first element is element 0), and counts: A, B, C, D. (A sort
   // pass's runs are consecutive: Y = (C, D) follows X = (A, B).)

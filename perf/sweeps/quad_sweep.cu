@@ -22,6 +22,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../../ffi/cuda/eight_way_merge.cuh"
@@ -151,26 +152,44 @@ jmp::MergeCall pass_call(Data<typename Traits::Bits, Value>& d, int64_t width, c
                         kPayload == jmp::PayloadKind::kValue ? int(sizeof(Value)) : 0);
 }
 
-template <typename Traits, jmp::PayloadKind kPayload, typename Value>
-void run_two_way(const char* label, Data<typename Traits::Bits, Value>& d, int repeats) {
+// Runs `go` once into d_out, checks the output, then times it: {ok, ms}.
+template <typename Bits, typename Value, typename Go>
+std::pair<bool, float> checked_time(Data<Bits, Value>& d, bool values, int repeats, const Go& go) {
+  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(Bits), g_stream));
+  go();
+  const bool ok = check(d, values);
+  return {ok, time_ms(go, repeats, 3, g_stream)};
+}
+
+// The bytes a pass moves over those of the keys alone (the copy timed in make_data).
+template <typename Bits, typename Value>
+double bytes_ratio(bool values) {
+  return values ? (sizeof(Bits) + sizeof(Value)) / double(sizeof(Bits)) : 1.0;
+}
+
+// Two passes: the runs of width w merged by a two-way pass (kQuadFirst: a quad pass of Shape),
+// then the result's runs by a two-way pass: two levels (three: what an eight-way pass replaces).
+template <typename Traits, jmp::PayloadKind kPayload, typename Value, bool kQuadFirst = false,
+          typename Shape = QuadShapeT<256, 33, 2>>
+void run_then_two_way(const char* label, Data<typename Traits::Bits, Value>& d, int repeats) {
   constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
   const jmp::MergeCall p1 = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_mid,
                                                                d.d_vals, d.d_mid_vals);
-  const jmp::MergeCall p2 = pass_call<Traits, kPayload, Value>(d, 2 * d.width, d.d_mid, d.d_out,
+  const int64_t width2 = (kQuadFirst ? 4 : 2) * d.width;
+  const jmp::MergeCall p2 = pass_call<Traits, kPayload, Value>(d, width2, d.d_mid, d.d_out,
                                                                d.d_mid_vals, d.d_out_vals);
-  auto go = [&] {
-    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value>(p1, d.d_work, g_stream)));
+  const auto [ok, ms] = checked_time(d, kValues, repeats, [&] {
+    if constexpr (kQuadFirst) {
+      CHECK_CUDA((jmp::launch_quad_pass<Traits, kPayload, Value, Shape>(p1, d.d_work, g_stream)));
+    } else {
+      CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value>(p1, d.d_work, g_stream)));
+    }
     CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value>(p2, d.d_work, g_stream)));
-  };
-  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
-  go();
-  const bool ok = check(d, kValues);
-  const float ms = time_ms(go, repeats, 3, g_stream);
-  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
-                                           double(sizeof(typename Traits::Bits))
-                                     : 1.0;
-  std::printf("%-34s two 2-way passes       %9.1f us  (%5.1f%% of 2 copies)  %s\n", label,
-              ms * 1e3, 100.0 * 2 * d.copy_ms * bytes_ratio / ms, ok ? "ok" : "WRONG");
+  });
+  std::printf("%-34s %-23s%9.1f us  (%5.1f%% of 2 copies)  %s\n", label,
+              kQuadFirst ? "quad + 2-way" : "two 2-way passes", ms * 1e3,
+              100.0 * 2 * d.copy_ms * bytes_ratio<typename Traits::Bits, Value>(kValues) / ms,
+              ok ? "ok" : "WRONG");
 }
 
 template <typename Traits, jmp::PayloadKind kPayload, typename Value, typename Shape>
@@ -178,49 +197,19 @@ void run_quad(const char* label, Data<typename Traits::Bits, Value>& d, int repe
   constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
   const jmp::MergeCall p = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_out,
                                                               d.d_vals, d.d_out_vals);
-  auto go = [&] {
+  const auto [ok, ms] = checked_time(d, kValues, repeats, [&] {
     CHECK_CUDA((jmp::launch_quad_pass<Traits, kPayload, Value, Shape>(p, d.d_work, g_stream)));
-  };
-  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
-  go();
-  const bool ok = check(d, kValues);
-  const float ms = time_ms(go, repeats, 3, g_stream);
+  });
   // The partition launches alone (pair partition + quad_co_rank).
   const float part_ms = time_ms(
       [&] {
         CHECK_CUDA(jmp::launch_quad_partition<Traits>(p, Shape::kTile, d.d_work, g_stream));
       },
       repeats, 3, g_stream);
-  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
-                                           double(sizeof(typename Traits::Bits))
-                                     : 1.0;
   std::printf("%-34s quad %3dx%-2d min %d     %9.1f us  (%5.1f%% of 2 copies; partitions %.1f us)  %s\n",
               label, Shape::kThreads, Shape::kItems, Shape::kMinBlocks, ms * 1e3,
-              100.0 * 2 * d.copy_ms * bytes_ratio / ms, part_ms * 1e3, ok ? "ok" : "WRONG");
-}
-
-// Three merge levels: a quad pass of width w, then a two-way pass of width 4 w (what an
-// eight-way pass replaces).
-template <typename Traits, jmp::PayloadKind kPayload, typename Value, typename Shape>
-void run_quad_then_two(const char* label, Data<typename Traits::Bits, Value>& d, int repeats) {
-  constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
-  const jmp::MergeCall p1 = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_mid,
-                                                               d.d_vals, d.d_mid_vals);
-  const jmp::MergeCall p2 = pass_call<Traits, kPayload, Value>(d, 4 * d.width, d.d_mid, d.d_out,
-                                                               d.d_mid_vals, d.d_out_vals);
-  auto go = [&] {
-    CHECK_CUDA((jmp::launch_quad_pass<Traits, kPayload, Value, Shape>(p1, d.d_work, g_stream)));
-    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value>(p2, d.d_work, g_stream)));
-  };
-  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
-  go();
-  const bool ok = check(d, kValues);
-  const float ms = time_ms(go, repeats, 3, g_stream);
-  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
-                                           double(sizeof(typename Traits::Bits))
-                                     : 1.0;
-  std::printf("%-34s quad + 2-way            %9.1f us  (%5.1f%% of 2 copies)  %s\n", label,
-              ms * 1e3, 100.0 * 2 * d.copy_ms * bytes_ratio / ms, ok ? "ok" : "WRONG");
+              100.0 * 2 * d.copy_ms * bytes_ratio<typename Traits::Bits, Value>(kValues) / ms,
+              part_ms * 1e3, ok ? "ok" : "WRONG");
 }
 
 // One eight-way pass of width w (eight_way_merge.cuh).
@@ -229,26 +218,20 @@ void run_eight(const char* label, Data<typename Traits::Bits, Value>& d, int rep
   constexpr bool kValues = kPayload == jmp::PayloadKind::kValue;
   const jmp::MergeCall p = pass_call<Traits, kPayload, Value>(d, d.width, d.d_keys, d.d_out,
                                                               d.d_vals, d.d_out_vals);
-  auto go = [&] {
+  const auto [ok, ms] = checked_time(d, kValues, repeats, [&] {
     CHECK_CUDA((jmp::launch_eight_way_pass<Traits, kPayload, Value, Shape>(p, d.d_work,
                                                                           g_stream)));
-  };
-  CHECK_CUDA(cudaMemsetAsync(d.d_out, 0, d.total * sizeof(typename Traits::Bits), g_stream));
-  go();
-  const bool ok = check(d, kValues);
-  const float ms = time_ms(go, repeats, 3, g_stream);
+  });
   const float part_ms = time_ms(
       [&] {
         CHECK_CUDA(
             jmp::launch_eight_way_partition<Traits>(p, Shape::kTile, d.d_work, g_stream));
       },
       repeats, 3, g_stream);
-  const double bytes_ratio = kValues ? (sizeof(typename Traits::Bits) + sizeof(Value)) /
-                                           double(sizeof(typename Traits::Bits))
-                                     : 1.0;
   std::printf("%-34s eight %3dx%-2d min %d    %9.1f us  (%5.1f%% of a copy; partition %.1f us)  %s\n",
               label, Shape::kThreads, Shape::kItems, Shape::kMinBlocks, ms * 1e3,
-              100.0 * d.copy_ms * bytes_ratio / ms, part_ms * 1e3, ok ? "ok" : "WRONG");
+              100.0 * d.copy_ms * bytes_ratio<typename Traits::Bits, Value>(kValues) / ms,
+              part_ms * 1e3, ok ? "ok" : "WRONG");
 }
 
 // An eight-way shape: (threads - 3) x items outputs a tile (tuning.h eight_way_shape).
@@ -276,7 +259,7 @@ int main(int argc, char** argv) {
     Data<uint32_t, uint8_t> d;
     make_data<uint32_t, uint8_t, false>(d, total, width);
     std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
-    run_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t>("int32", d, repeats);
+    run_then_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 4>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 25, 3>>("int32", d, repeats);
     run_quad<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 29, 3>>("int32", d, repeats);
@@ -286,7 +269,7 @@ int main(int argc, char** argv) {
   if (runs("pairs")) {  // argsort's float32 keys with int32 positions
     Data<uint32_t, int32_t> d;
     make_data<uint32_t, int32_t, true>(d, total, width);
-    run_two_way<jmp::F32Key, PayloadKind::kValue, int32_t>("float32 + int32", d, repeats);
+    run_then_two_way<jmp::F32Key, PayloadKind::kValue, int32_t>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 3>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 3>>("float32 + int32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 17, 2>>("float32 + int32", d, repeats);
@@ -295,7 +278,7 @@ int main(int argc, char** argv) {
     free_data(d);
     Data<uint32_t, int32_t> i;  // argsort's int32 keys with int32 positions (the same shape)
     make_data<uint32_t, int32_t, false>(i, total, width);
-    run_two_way<jmp::S32Key, PayloadKind::kValue, int32_t>("int32 + int32", i, repeats);
+    run_then_two_way<jmp::S32Key, PayloadKind::kValue, int32_t>("int32 + int32", i, repeats);
     run_quad<jmp::S32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 15, 3>>("int32 + int32", i, repeats);
     run_quad<jmp::S32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("int32 + int32", i, repeats);
     free_data(i);
@@ -303,14 +286,14 @@ int main(int argc, char** argv) {
   if (runs("float32")) {  // float32 keys alone (sort's passes: the int32 shape)
     Data<uint32_t, uint8_t> d;
     make_data<uint32_t, uint8_t, true>(d, total, width);
-    run_two_way<jmp::F32Key, PayloadKind::kNone, uint8_t>("float32", d, repeats);
+    run_then_two_way<jmp::F32Key, PayloadKind::kNone, uint8_t>("float32", d, repeats);
     run_quad<jmp::F32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("float32", d, repeats);
     free_data(d);
   }
   if (runs("int64")) {
     Data<uint64_t, uint8_t> d;
     make_data<uint64_t, uint8_t, false>(d, total / 2, width);
-    run_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t>("int64 (half the keys)", d, repeats);
+    run_then_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 19, 3>>("int64 (half the keys)", d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 21, 2>>("int64 (half the keys)", d, repeats);
@@ -322,7 +305,7 @@ int main(int argc, char** argv) {
     Data<uint32_t, uint8_t> d;
     make_data<uint32_t, uint8_t, false>(d, total, width, 8);
     std::printf("copy of the keys: %.1f us\n", d.copy_ms * 1e3);
-    run_quad_then_two<jmp::S32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("int32", d, repeats);
+    run_then_two_way<jmp::S32Key, PayloadKind::kNone, uint8_t, true, QuadShapeT<256, 33, 2>>("int32", d, repeats);
     run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 33, 2>>("int32", d, repeats);
     run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 29, 2>>("int32", d, repeats);
     run_eight<jmp::S32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 25, 3>>("int32", d, repeats);
@@ -330,24 +313,24 @@ int main(int argc, char** argv) {
     free_data(d);
     Data<uint32_t, uint8_t> f;
     make_data<uint32_t, uint8_t, true>(f, total, width, 8);
-    run_quad_then_two<jmp::F32Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 33, 2>>("float32", f, repeats);
+    run_then_two_way<jmp::F32Key, PayloadKind::kNone, uint8_t, true, QuadShapeT<256, 33, 2>>("float32", f, repeats);
     run_eight<jmp::F32Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 33, 2>>("float32", f, repeats);
     free_data(f);
     Data<uint32_t, int32_t> p;
     make_data<uint32_t, int32_t, true>(p, total, width, 8);
-    run_quad_then_two<jmp::F32Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 4>>("float32 + int32", p, repeats);
+    run_then_two_way<jmp::F32Key, PayloadKind::kValue, int32_t, true, QuadShapeT<256, 13, 4>>("float32 + int32", p, repeats);
     run_eight<jmp::F32Key, PayloadKind::kValue, int32_t, EightShapeT<256, 13, 4>>("float32 + int32", p, repeats);
     run_eight<jmp::F32Key, PayloadKind::kValue, int32_t, EightShapeT<256, 15, 3>>("float32 + int32", p, repeats);
     free_data(p);
     Data<uint64_t, uint8_t> l;
     make_data<uint64_t, uint8_t, false>(l, total / 2, width, 8);
-    run_quad_then_two<jmp::S64Key, PayloadKind::kNone, uint8_t, QuadShapeT<256, 17, 3>>("int64 (half the keys)", l, repeats);
+    run_then_two_way<jmp::S64Key, PayloadKind::kNone, uint8_t, true, QuadShapeT<256, 17, 3>>("int64 (half the keys)", l, repeats);
     run_eight<jmp::S64Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 17, 3>>("int64 (half the keys)", l, repeats);
     run_eight<jmp::S64Key, PayloadKind::kNone, uint8_t, EightShapeT<256, 21, 2>>("int64 (half the keys)", l, repeats);
     free_data(l);
     Data<uint64_t, int32_t> w;
     make_data<uint64_t, int32_t, false>(w, total / 2, width, 8);
-    run_quad_then_two<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
+    run_then_two_way<jmp::S64Key, PayloadKind::kValue, int32_t, true, QuadShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
     run_eight<jmp::S64Key, PayloadKind::kValue, int32_t, EightShapeT<256, 11, 3>>("int64 + int32 (half the keys)", w, repeats);
     run_eight<jmp::S64Key, PayloadKind::kValue, int32_t, EightShapeT<256, 13, 3>>("int64 + int32 (half the keys)", w, repeats);
     free_data(w);
@@ -356,7 +339,7 @@ int main(int argc, char** argv) {
     Data<uint64_t, int32_t> d;
     make_data<uint64_t, int32_t, false>(d, total / 2, width);
     const char* label = "int64 + int32 (half the keys)";
-    run_two_way<jmp::S64Key, PayloadKind::kValue, int32_t>(label, d, repeats);
+    run_then_two_way<jmp::S64Key, PayloadKind::kValue, int32_t>(label, d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 3>>(label, d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 4>>(label, d, repeats);
     run_quad<jmp::S64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 9, 3>>(label, d, repeats);
@@ -368,7 +351,7 @@ int main(int argc, char** argv) {
     Data<uint64_t, int32_t> f;
     make_data<uint64_t, int32_t, true>(f, total / 2, width);
     label = "float64 + int32 (half the keys)";
-    run_two_way<jmp::F64Key, PayloadKind::kValue, int32_t>(label, f, repeats);
+    run_then_two_way<jmp::F64Key, PayloadKind::kValue, int32_t>(label, f, repeats);
     run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 7, 3>>(label, f, repeats);
     run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 11, 3>>(label, f, repeats);
     run_quad<jmp::F64Key, PayloadKind::kValue, int32_t, QuadShapeT<256, 13, 3>>(label, f, repeats);
