@@ -128,20 +128,26 @@ def pass_cases(rng: np.random.Generator) -> None:
     # the 4-byte ones take CUB's radix sort): argsort of int32 keys (4 + 4 bytes), 2^24 + 3
     # keys, 12 levels after the wide 5888-key tile: four eight-way passes; argsort of int64 keys
     # (8 + 4 bytes) descending, 2^24 + 5 keys, 11 levels after the 8704-key tile: a quad, then
-    # three eight-way passes, groups of fewer than eight runs at the end; int32 keys alone,
-    # 2^26 + 1 keys, 14 levels after the 4352-key tile: seven quads.
+    # three eight-way passes, groups of fewer than eight runs at the end; int64 keys alone (the
+    # eight-way kernel with the most shared memory); int32 keys alone, 2^26 + 1 keys, 14 levels
+    # after the 4352-key tile: seven quads.
     with _ffi.forced_sort_method("merge"):
         few = rng.integers(0, 1000, 2**24 + 3).astype(np.int32)
         want_few = np.argsort(few, kind="stable").astype(np.int32)
         check(jmp.argsort(few), want_few, "eight-way argsort")
+        x64 = jax.config.jax_enable_x64
         jax.config.update("jax_enable_x64", True)  # (8-byte keys)
         try:
             wide = rng.integers(-(2**40), 2**40, 2**24 + 5)
             # (jnp's stable descending order: the reversed axis sorted, reversed back)
             want = wide.size - 1 - np.argsort(wide[::-1], kind="stable")[::-1]
             check(jmp.argsort(wide, descending=True), want, "quad + eight-way argsort int64")
+            # 8-byte keys alone (as dispatched: CUB's direct radix sort), 2^24 + 7 keys, 11
+            # levels after the 8448-key tile: a quad, then three eight-way passes.
+            keys64 = rng.integers(-(2**62), 2**62, 2**24 + 7)
+            check(jmp.sort(keys64), np.sort(keys64), "quad + eight-way sort int64")
         finally:
-            jax.config.update("jax_enable_x64", False)
+            jax.config.update("jax_enable_x64", x64)
         keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
         check(jmp.sort(keys), np.sort(keys), "quad sort")
 

@@ -110,6 +110,7 @@ _QUAD_CASES = [
     ("sort", np.int64, (2**26 + 3,), True, "random"),  # wide (8 bytes), 13 levels: 2 + 8w
     ("sort_by_key", np.int64, (2**24 + 5,), True, "random"),  # wide (8 + 4), 11: q + 8w
     ("sort", np.float64, (3, 2**25 + 99), False, "few"),  # rows, wide, 12: 8w; row 1 sorted
+    ("argsort", np.int64, (2, 2**24 + 5), False, "random"),  # rows, wide, 11: q + 8w; row 1 too
 ]
 
 

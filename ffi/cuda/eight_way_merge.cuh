@@ -7,10 +7,10 @@
 //      run): eight int32 a boundary in the workspace;
 //   2. eight_way_merge_kernel: one block per tile copies its eight exact ranges into shared
 //      memory (tile_io.cuh: packed; 4-byte keys alone, which only the sweep runs, in 16-byte
-//      chunks), merges them
-//      pairwise in place (each level's outputs padded to whole threads: four groups, then two),
-//      then the last two into registers (block_merge.cuh merge_full_sorted every time), and
-//      stores through shared memory like the quad pass (block_merge.cuh store_tile_outputs).
+//      chunks), merges them pairwise in place (each level's outputs padded to whole threads:
+//      four groups, then two), then the last two into registers (block_merge.cuh
+//      merge_full_sorted every time), and stores through shared memory like the quad pass
+//      (block_merge.cuh store_tile_outputs).
 // Ties go to the earlier run at every level: stable. A tile holds (threads - 3) x items outputs
 // (three pads at the first level). tuning.h says which passes are eight-way (sort_pass_factor)
 // and with which shape (eight_way_shape). Sort passes only: runs sorted by the block sort or an
@@ -34,14 +34,13 @@
 
 namespace jax_mergepath {
 
-inline constexpr int kEightWayRuns = 8;
 static_assert(kEightWayPartitionThreads % 32 == 0 && 32 % kEightWayRuns == 0, "whole groups");
 
-// The groups of an eight-way pass over runs of width w (`pairs`: that two-way pass's call):
-// kRunPairs of width 4 w, a group's first four runs as A and its last four as B.
+// The eight-way pass over runs of width w (`pairs`: that two-way pass's call): its groups
+// (tuning.h eight_way_groups), with the pairs' inputs and outputs.
 inline MergeCall eight_way_call(const MergeCall& pairs) {
   MergeCall call = pairs;
-  call.layout.n = 4 * pairs.layout.n;
+  call.layout = eight_way_groups(pairs.layout);
   return call;
 }
 
@@ -151,8 +150,10 @@ struct EightWayShared {
   static constexpr bool kValues = kPayload == PayloadKind::kValue;
   static constexpr int kTile = (kThreads - 3) * kItems;
   static constexpr int kSlots = kThreads * kItems;
-  static constexpr int kKeySlots =
-      std::max(kTile + kEightWayRuns * kChunkedSlack<Bits>, kSlots) + 2;
+  // The loads' slots (tile_io.cuh: a chunked range's slack), then the level outputs' (padded),
+  // and the merges' reads one past a range's end.
+  static constexpr int kLoadSlots = kTile + kEightWayRuns * kChunkedSlack<Bits>;
+  static constexpr int kKeySlots = std::max(kLoadSlots, kSlots) + 2;
   static constexpr int kElemBytes = std::max(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0);
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
   static constexpr int kStageBytes = std::max(kKeySlots * int(sizeof(Bits)), kSlots * kElemBytes);
@@ -165,11 +166,12 @@ struct EightWayShared {
 // One merge level in shared memory: kGroups merges of range pairs (2 j, 2 j + 1) of loc / count,
 // group j's outputs at the padded offset of the groups before it; this thread's outputs from
 // p0 (items a thread) into key_reg / src_reg (src: the value slot, through `src` after the first
-// level). Returns whether the thread had outputs; loc / count become the groups' outputs.
-template <int kGroups, int kItems, typename Traits, typename Shared>
-__device__ __forceinline__ bool eight_way_level(Shared& shared, bool nan_free, bool first, int p0,
-                                                typename Traits::Bits flip, int (&loc)[8],
-                                                int (&count)[8],
+// level: kFirst, the slots as loaded). loc / count become the groups' outputs.
+template <int kGroups, bool kFirst, int kItems, typename Traits, typename Shared>
+__device__ __forceinline__ void eight_way_level(Shared& shared, bool nan_free, int p0,
+                                                typename Traits::Bits flip,
+                                                int (&loc)[kEightWayRuns],
+                                                int (&count)[kEightWayRuns],
                                                 typename Traits::Bits (&key_reg)[kItems],
                                                 int (&src_reg)[kItems]) {
   using Bits = typename Traits::Bits;
@@ -201,7 +203,7 @@ __device__ __forceinline__ bool eight_way_level(Shared& shared, bool nan_free, b
                                       [&](int c, Bits raw, int pos) {
                                         key_reg[c] = raw;
                                         if constexpr (Shared::kValues) {
-                                          src_reg[c] = first ? pos
+                                          src_reg[c] = kFirst ? pos
                                                        : diag + c < group_n ? int{shared.src[pos]}
                                                                             : 0;
                                         }
@@ -221,7 +223,6 @@ __device__ __forceinline__ bool eight_way_level(Shared& shared, bool nan_free, b
     loc[j] = off[j];
     count[j] = n[j];
   }
-  return active;
 }
 
 // groups: eight_way_call's layout in call.layout; splits: eight_way_partition_kernel's.
@@ -249,14 +250,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   int start[kEightWayRuns], count[kEightWayRuns], loc[kEightWayRuns];
 #pragma unroll
   for (int r = 0; r < kEightWayRuns; ++r) {
-    start[r] = static_cast<int>(r * width) + s0[r];  // in the group (a row is under 2^31 keys)
+    // In the group (a row is under 2^31 keys; an empty run past a short group's end may wrap
+    // here, and is never read).
+    start[r] = static_cast<int>(r * width) + s0[r];
     count[r] = s0[kEightWayRuns + r] - s0[r];
   }
   const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
   const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
   if constexpr (!kValues && sizeof(Bits) == 4) {
-    load_ranges_chunked<kThreads, Shared::kKeySlots - 2, kEightWayRuns>(in, start, count, keys,
-                                                                        loc);
+    load_ranges_chunked<kThreads, std::max(Shared::kLoadSlots, Shared::kSlots), kEightWayRuns>(
+        in, start, count, keys, loc);
   } else {
     load_ranges_packed<kThreads, kItems, kEightWayRuns, kValues>(in, vin, start, count, keys,
                                                                  shared.vals, loc);
@@ -268,10 +271,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 
   Bits key_reg[kItems];
   int src_reg[kItems];
-  eight_way_level<4, kItems, Traits>(shared, nan_free, true, p0, flip, loc, count, key_reg,
-                                     src_reg);
-  eight_way_level<2, kItems, Traits>(shared, nan_free, false, p0, flip, loc, count, key_reg,
-                                     src_reg);
+  eight_way_level<4, true, kItems, Traits>(shared, nan_free, p0, flip, loc, count, key_reg,
+                                           src_reg);
+  eight_way_level<2, false, kItems, Traits>(shared, nan_free, p0, flip, loc, count, key_reg,
+                                            src_reg);
   // Last level: the two halves, output p0 + c of the tile, into registers.
   int32_t index_reg[kItems];
   clear_outputs(key_reg, src_reg, index_reg);
@@ -304,8 +307,8 @@ cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
   const unsigned blocks = static_cast<unsigned>(
       ceil_div(kEightWayRuns * map.boundaries(), kEightWayPartitionThreads));
-  return launch_kernel(eight_way_partition_kernel<Traits>, blocks, kEightWayPartitionThreads, stream,
-                       call.layout, pairs.layout.n, keys, flip, map, workspace);
+  return launch_kernel(eight_way_partition_kernel<Traits>, blocks, kEightWayPartitionThreads,
+                       stream, call.layout, pairs.layout.n, keys, flip, map, workspace);
 }
 
 // Enqueues the eight-way pass that merges the runs of width pairs.layout.n eight at a time

@@ -77,9 +77,11 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
     const int factor = sort_pass_factor(quads, eights, width, d);
     cudaError_t err = cudaSuccess;
     if (factor == 8) {
-      // (compiled only for the shapes that take it)
+      // (compiled only for the shapes that take it: no other shape gets factor 8)
       if constexpr (sort_may_use_eights(int(sizeof(Bits)), kCarriedBytes)) {
         err = launch_eight_way_pass<Traits, kCarried, Value>(pass, splits, stream);
+      } else {
+        err = cudaErrorNotSupported;
       }
     } else if (factor == 4) {
       err = launch_quad_pass<Traits, kCarried, Value>(pass, splits, stream);

@@ -107,8 +107,9 @@ void make_data(Data<Bits, Value>& d, int64_t total, int64_t width, int64_t group
   CHECK_CUDA(cudaMalloc(&d.d_vals, vb));
   CHECK_CUDA(cudaMalloc(&d.d_out_vals, vb));
   CHECK_CUDA(cudaMalloc(&d.d_mid_vals, vb));
-  // Partition workspace: a two-way pass's splits, or a quad pass's (tuning.h
-  // quad_workspace_elements: ~2.5 total / width + a few a quad), with room to spare.
+  // Partition workspace: a two-way pass's splits, a quad pass's (tuning.h
+  // quad_workspace_elements: ~2.5 total / width + a few a quad) or an eight-way pass's
+  // (eight_way_workspace_elements: 8 a boundary, ~8 total / tile + 8 a group), with room to spare.
   CHECK_CUDA(cudaMalloc(&d.d_work, sizeof(int32_t) * (4 * total / width + total / 256 + 4096)));
   CHECK_CUDA(cudaMemcpy(d.d_keys, d.keys.data(), kb, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d.d_vals, d.vals.data(), vb, cudaMemcpyHostToDevice));

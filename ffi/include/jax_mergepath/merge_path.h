@@ -157,8 +157,8 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // The counts of K sorted runs among the first d outputs of their stable merge (ties in run
 // order; the counts sum to d), each known to lie in [lo[r], hi[r]] on entry, exact in lo on
 // return (lo == hi). raw_of(r, i): run r's element at i as stored; order(raw): its directed
-// order key (ordering.h), which `<` compares. Index: int64_t, or int32_t where the runs' total
-// is under 2^31 (every sum below stays within it). Bisections of every open bracket at once. A
+// order key (ordering.h), which `<` compares. Index: a signed integer type holding the runs'
+// total (every sum below stays within it). Bisections of every open bracket at once. A
 // step has the middle element of every open bracket and decides, in the stable order of the
 // middles (key, then run), every one it can:
 //   * if a middle is among the first d outputs, so is every middle before it, and d >= the
@@ -170,13 +170,13 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // the same loads as one bracket a step, fewer steps in a row (host count on random keys, four
 // runs of width 2^15, tile 2805: 33 steps instead of 43; eight runs of width 9984: ~70). Both
 // sums are the lo's plus gains, one comparison a pair of middles (O(K^2) adds a step; the
-// eight-way pass runs these steps a lane a run: eight_way_merge.cuh k_way_co_rank_lanes). A step's loads are issued
-// together, raw reads first and their order keys after (a load and its order key together, one
-// run after the other, made each step wait for its loads one at a time on an H100: ncu put 60%
-// of the quad partition's stall samples on the order key after each load). (Also tried: a middle
-// decided by order against the last element known to be among the first d and the first known
-// not to be: 26 steps, but the partition took 20% longer on an H100.) Loops unrolled over the
-// runs: no runtime array index.
+// eight-way pass runs these steps a lane a run: eight_way_merge.cuh k_way_co_rank_lanes). A
+// step's loads are issued together, raw reads first and their order keys after (a load and its
+// order key together, one run after the other, made each step wait for its loads one at a time
+// on an H100: ncu put 60% of the quad partition's stall samples on the order key after each
+// load). (Also tried: a middle decided by order against the last element known to be among the
+// first d and the first known not to be: 26 steps, but the partition took 20% longer on an
+// H100.) Loops unrolled over the runs: no runtime array index.
 template <int K, typename Index, typename RawOf, typename Order>
 JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& raw_of,
                         const Order& order) {

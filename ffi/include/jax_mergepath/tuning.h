@@ -477,7 +477,8 @@ constexpr int sort_pass_factor(bool quads, bool eights, int64_t width, int64_t l
 // The passes (launches) of a sort after its block sort of `tile`.
 constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t length) {
   int passes = 0;
-  for (int64_t width = tile; width < length; width *= sort_pass_factor(quads, eights, width, length)) {
+  for (int64_t width = tile; width < length;
+       width *= sort_pass_factor(quads, eights, width, length)) {
     ++passes;
   }
   return passes;
@@ -488,7 +489,10 @@ constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t len
 // the sort takes quads (a grid of thousands of tiles, where the sweep measured), rows are longer
 // than the wide tile (rows it would hold whole fill it by halves), and the wide tile leaves fewer
 // passes: an odd count of merge levels after sort_tile (a two-way pass, then quads) that it
-// makes even, or any count it cuts by two.
+// makes even, or any count it cuts by two. Passes counted as quads alone, as measured: with
+// eight-way passes the counts may tie (4 + 4 bytes at 2^26 + 5 keys: five passes after either
+// tile) or differ the other way (8 + 4 bytes at ~1.5e8 keys: six narrow, five wide); not
+// re-measured (docs/performance.md, "Open").
 constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t rows,
                                     int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes);
@@ -516,12 +520,19 @@ constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& 
   return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
 }
 
-// int32 elements of an eight-way pass's workspace: eight a boundary of its tiles of the groups
-// of eight runs of width `width` (kRunPairs of width 4 width).
-constexpr int64_t eight_way_workspace_elements(int64_t eight_way_tile, const MergeLayout& pairs) {
+// The runs an eight-way pass merges at once, and its groups of them over the run pairs of width
+// w of a two-way pass (`pairs`): kRunPairs of width 4 w, a group's first four runs as A.
+inline constexpr int kEightWayRuns = 8;
+
+constexpr MergeLayout eight_way_groups(const MergeLayout& pairs) {
   MergeLayout groups = pairs;
-  groups.n = 4 * pairs.n;
-  return 8 * tile_map(groups, eight_way_tile).boundaries();
+  groups.n = kEightWayRuns / 2 * pairs.n;
+  return groups;
+}
+
+// int32 elements of an eight-way pass's workspace: a count a run at every boundary of its tiles.
+constexpr int64_t eight_way_workspace_elements(int64_t eight_way_tile, const MergeLayout& pairs) {
+  return kEightWayRuns * tile_map(eight_way_groups(pairs), eight_way_tile).boundaries();
 }
 
 // int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
