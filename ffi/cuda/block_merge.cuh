@@ -125,6 +125,38 @@ __device__ __forceinline__ void store_tile_outputs(Shared& shared, const Bits (&
   }
 }
 
+// The last level of a multiway pass's block (quad_merge.cuh, eight_way_merge.cuh): the earlier
+// levels' two staged outputs (a_loc, m) and (b_loc, n) merged into this thread's registers,
+// outputs p0 .. p0 + kItems - 1 of the tile's `count` (a value through shared.src: the slot
+// the earlier levels left), then, after a barrier, the block's outputs stored to the call's
+// outputs from element out_at (store_tile_outputs). key_reg / src_reg: the caller's registers,
+// reused.
+template <int kItems, typename Traits, typename Shared>
+__device__ __forceinline__ void merge_last_level_and_store(
+    Shared& shared, bool nan_free, int a_loc, int m, int b_loc, int n, int p0, int count,
+    typename Traits::Bits flip, const MergeCall& call, int64_t out_at,
+    typename Traits::Bits (&key_reg)[kItems], int (&src_reg)[kItems]) {
+  using Bits = typename Traits::Bits;
+  using Value = std::remove_reference_t<decltype(shared.vals[0])>;
+  int32_t index_reg[kItems];
+  clear_outputs(key_reg, src_reg, index_reg);
+  if (p0 < count) {
+    merge_full_sorted<kItems, Traits>(nan_free, shared.keys(), a_loc, m, b_loc, n, p0, flip,
+                                      [&](int c, Bits raw, int pos) {
+                                        key_reg[c] = raw;
+                                        if constexpr (Shared::kValues) {
+                                          src_reg[c] = p0 + c < count ? int{shared.src[pos]} : 0;
+                                        }
+                                      });
+  }
+  __syncthreads();  // every read of the earlier levels' outputs is done: `stage` is free
+  store_tile_outputs(shared, key_reg, src_reg, index_reg, static_cast<Bits*>(call.out) + out_at,
+                     Shared::kValues
+                         ? static_cast<void*>(static_cast<Value*>(call.out_payload) + out_at)
+                         : nullptr,
+                     count);
+}
+
 // The threads of a block merge consecutive spans of outputs: each open span (merge_path.h
 // MergeEnd) must stop where the next thread's starts, or some input is emitted twice and some
 // never (unsorted input). Each thread publishes its start as its merge reports it (`started`),

@@ -36,28 +36,9 @@ namespace jax_mergepath {
 
 static_assert(kEightWayPartitionThreads % 32 == 0 && 32 % kEightWayRuns == 0, "whole groups");
 
-// The eight-way pass over runs of width w (`pairs`: that two-way pass's call): its groups
-// (tuning.h eight_way_groups), with the pairs' inputs and outputs.
-inline MergeCall eight_way_call(const MergeCall& pairs) {
-  MergeCall call = pairs;
-  call.layout = eight_way_groups(pairs.layout);
-  return call;
-}
-
 // Run r (0..7) of a group with `total` elements: its length.
 __device__ __forceinline__ int64_t eight_way_run_length(int64_t total, int64_t width, int r) {
   return clamp_length(total - r * width, width);
-}
-
-// A key moved between the lanes of a warp (`width` lanes a group, source lane src of the group).
-template <typename Key>
-__device__ __forceinline__ Key shfl_key(Key v, int src, int width) {
-  if constexpr (sizeof(Key) == 8) {
-    return static_cast<Key>(__shfl_sync(0xffffffffu, static_cast<unsigned long long>(v), src,
-                                         width));
-  } else {
-    return static_cast<Key>(__shfl_sync(0xffffffffu, static_cast<unsigned>(v), src, width));
-  }
 }
 
 // The sum of v over the `width` lanes of this lane's group (a power of two).
@@ -96,7 +77,7 @@ __device__ __forceinline__ int32_t k_way_co_rank_lanes(int32_t d, int32_t len, c
     int32_t below = los + through_mid, above = los + group_sum(open ? mid - lo : 0, K);
 #pragma unroll
     for (int t = 0; t < K; ++t) {
-      const Key other = shfl_key(middle, t, K);
+      const Key other = __shfl_sync(0xffffffffu, middle, t, K);
       const int32_t other_through = __shfl_sync(0xffffffffu, through_mid, t, K);
       const int32_t other_past = __shfl_sync(0xffffffffu, past_mid, t, K);
       // Run t's middle before this one's in the stable order (key, then run; never itself).
@@ -113,7 +94,7 @@ __device__ __forceinline__ int32_t k_way_co_rank_lanes(int32_t d, int32_t len, c
   }
 }
 
-// kEightWayRuns lanes per tile boundary of every group. groups: eight_way_call's layout; map:
+// kEightWayRuns lanes per tile boundary of every group. groups: the pass's multiway_layout; map:
 // its tile map; width: w. splits[8 id + r]: run r's count among the group's first d outputs.
 template <typename Traits>
 __global__ void __launch_bounds__(kEightWayPartitionThreads)
@@ -225,7 +206,7 @@ __device__ __forceinline__ void eight_way_level(Shared& shared, bool nan_free, i
   }
 }
 
-// groups: eight_way_call's layout in call.layout; splits: eight_way_partition_kernel's.
+// call.layout: the pass's multiway_layout; splits: eight_way_partition_kernel's.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     eight_way_merge_kernel(MergeCall call, const int32_t* splits, int64_t width,
@@ -275,25 +256,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
                                            src_reg);
   eight_way_level<2, false, kItems, Traits>(shared, nan_free, p0, flip, loc, count, key_reg,
                                             src_reg);
-  // Last level: the two halves, output p0 + c of the tile, into registers.
-  int32_t index_reg[kItems];
-  clear_outputs(key_reg, src_reg, index_reg);
-  if (p0 < total) {
-    merge_full_sorted<kItems, Traits>(nan_free, keys, loc[0], count[0], loc[1], count[1], p0,
-                                      flip, [&](int c, Bits raw, int pos) {
-                                        key_reg[c] = raw;
-                                        if constexpr (kValues) {
-                                          src_reg[c] = p0 + c < total ? int{shared.src[pos]} : 0;
-                                        }
-                                      });
-  }
-  __syncthreads();  // every read of the levels' outputs is done: `stage` is free
-  store_tile_outputs(shared, key_reg, src_reg, index_reg,
-                     static_cast<Bits*>(call.out) + g.out_offset + d0,
-                     kValues ? static_cast<void*>(static_cast<Value*>(call.out_payload) +
-                                                  g.out_offset + d0)
-                             : nullptr,
-                     total);
+  // Last level: the two halves, output p0 + c of the tile.
+  merge_last_level_and_store<kItems, Traits>(shared, nan_free, loc[0], count[0], loc[1],
+                                             count[1], p0, total, flip, call, g.out_offset + d0,
+                                             key_reg, src_reg);
 }
 
 // Enqueues the partition launch of an eight-way pass on tile `tile` (`pairs`: the two-way pass
@@ -301,7 +267,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 template <typename Traits>
 cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
                                        cudaStream_t stream) {
-  const MergeCall call = eight_way_call(pairs);
+  const MergeCall call = multiway_call(pairs, kEightWayRuns);
   const TileMap map = tile_map(call.layout, tile);
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   const auto* keys = static_cast<const typename Traits::Bits*>(call.a);
@@ -319,7 +285,7 @@ template <typename Traits, PayloadKind kPayload, typename Value,
                                            payload_bytes(kPayload, int(sizeof(Value)))>>
 cudaError_t launch_eight_way_pass(const MergeCall& pairs, int32_t* workspace,
                                   cudaStream_t stream) {
-  const MergeCall call = eight_way_call(pairs);
+  const MergeCall call = multiway_call(pairs, kEightWayRuns);
   if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return cudaSuccess;
   const TileMap map = tile_map(call.layout, Policy::kTile);
   if (map.tiles() >= (int64_t{1} << 31) || kEightWayRuns * map.boundaries() >= (int64_t{1} << 31)) {

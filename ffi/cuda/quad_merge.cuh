@@ -184,32 +184,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   __syncthreads();
 
   // Second level: X with Y, output p0 + c of the tile.
-  int32_t index_reg[kItems];
-  clear_outputs(key_reg, src_reg, index_reg);
-  if (p0 < total) {
-    merge_full_sorted<kItems, Traits>(nan_free, keys, 0, xn, x_pad, yn, p0, flip,
-                                      [&](int c, Bits raw, int pos) {
-                                        key_reg[c] = raw;
-                                        if constexpr (kValues) {
-                                          src_reg[c] = p0 + c < total ? int{shared.src[pos]} : 0;
-                                        }
-                                      });
-  }
-  __syncthreads();  // every read of the first level's outputs is done: `stage` is free
-  store_tile_outputs(shared, key_reg, src_reg, index_reg,
-                     static_cast<Bits*>(call.out) + g.out_offset + d0,
-                     kValues ? static_cast<void*>(static_cast<Value*>(call.out_payload) +
-                                                  g.out_offset + d0)
-                             : nullptr,
-                     total);
-}
-
-// The quad layout of a two-way sort pass (`pairs`: the run pairs of width w): run pairs of
-// width 2 w, one a quad, with pairs' inputs and outputs.
-inline MergeCall quad_call(const MergeCall& pairs) {
-  MergeCall call = pairs;
-  call.layout.n = 2 * pairs.layout.n;
-  return call;
+  merge_last_level_and_store<kItems, Traits>(shared, nan_free, 0, xn, x_pad, yn, p0, total, flip,
+                                             call, g.out_offset + d0, key_reg, src_reg);
 }
 
 // Enqueues the partition launches of a quad pass on tile `tile`: the pairs' two-way splits, then
@@ -217,7 +193,7 @@ inline MergeCall quad_call(const MergeCall& pairs) {
 template <typename Traits>
 cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
                                   cudaStream_t stream) {
-  const MergeCall call = quad_call(pairs);
+  const MergeCall call = multiway_call(pairs, 4);
   const TileMap pair_map = tile_map(pairs.layout, tile);
   const TileMap quad_map = tile_map(call.layout, tile);
   if (cudaError_t err = launch_partition<Traits>(pairs, pair_map, workspace, stream);
@@ -241,7 +217,7 @@ template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = QuadPolicy<int(sizeof(typename Traits::Bits)),
                                        payload_bytes(kPayload, int(sizeof(Value)))>>
 cudaError_t launch_quad_pass(const MergeCall& pairs, int32_t* workspace, cudaStream_t stream) {
-  const MergeCall call = quad_call(pairs);
+  const MergeCall call = multiway_call(pairs, 4);
   if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return cudaSuccess;
   const TileMap pair_map = tile_map(pairs.layout, Policy::kTile);
   const TileMap quad_map = tile_map(call.layout, Policy::kTile);

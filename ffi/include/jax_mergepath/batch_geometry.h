@@ -63,6 +63,15 @@ struct MergeLayout {
   }
 };
 
+// The merges of a pass that merges `runs` (4 or 8) consecutive runs of width w at once, over
+// the run pairs of width w of a two-way sort pass (`pairs`): kRunPairs of width runs / 2 * w,
+// a merge's first half of its runs as A, its second as B.
+JMP_HD constexpr MergeLayout multiway_layout(const MergeLayout& pairs, int runs) {
+  MergeLayout merges = pairs;
+  merges.n = runs / 2 * pairs.n;
+  return merges;
+}
+
 // A plain batch of rows merging A (m) with B (n), every element valid.
 JMP_HD constexpr MergeLayout rows_layout(int64_t rows, int64_t m, int64_t n) {
   return {RowMode::kSeparate, rows, m, n, nullptr, nullptr, nullptr};

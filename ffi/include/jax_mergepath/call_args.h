@@ -97,6 +97,15 @@ inline MergeCall sort_pass(const SortCall& call, int64_t width, const void* keys
   return pass;
 }
 
+// The multiway pass (quad: runs = 4, eight-way: 8) over the runs of width w of the two-way sort
+// pass `pairs` of that width: batch_geometry.h multiway_layout, with the pairs' inputs and
+// outputs.
+inline MergeCall multiway_call(const MergeCall& pairs, int runs) {
+  MergeCall call = pairs;
+  call.layout = multiway_layout(pairs.layout, runs);
+  return call;
+}
+
 // searchsorted: for every query v[row, q], the number of a[row, :] elements that precede it
 // ("left": a[i] < v) or that do not follow it ("right": a[i] <= v), in the key order.
 // sorted_queries: every row of v is sorted (ascending), so the search is one merge path.

@@ -157,10 +157,9 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // The counts of K sorted runs among the first d outputs of their stable merge (ties in run
 // order; the counts sum to d), each known to lie in [lo[r], hi[r]] on entry, exact in lo on
 // return (lo == hi). raw_of(r, i): run r's element at i as stored; order(raw): its directed
-// order key (ordering.h), which `<` compares. Index: a signed integer type holding the runs'
-// total (every sum below stays within it). Bisections of every open bracket at once. A
-// step has the middle element of every open bracket and decides, in the stable order of the
-// middles (key, then run), every one it can:
+// order key (ordering.h), which `<` compares. Bisections of every open bracket at once. A step
+// has the middle element of every open bracket and decides, in the stable order of the middles
+// (key, then run), every one it can:
 //   * if a middle is among the first d outputs, so is every middle before it, and d >= the
 //     counts through those middles plus lo of the other runs (`below`): where that passes d,
 //     the middle is not among them (hi = middle);
@@ -177,12 +176,12 @@ JMP_HD PairBracket sample_bracket(int64_t p0, int64_t tile, int64_t lp, int64_t 
 // load). (Also tried: a middle decided by order against the last element known to be among the
 // first d and the first known not to be: 26 steps, but the partition took 20% longer on an
 // H100.) Loops unrolled over the runs: no runtime array index.
-template <int K, typename Index, typename RawOf, typename Order>
-JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& raw_of,
+template <int K, typename RawOf, typename Order>
+JMP_HD void k_way_split(int64_t d, int64_t (&lo)[K], int64_t (&hi)[K], const RawOf& raw_of,
                         const Order& order) {
   using Raw = decltype(raw_of(0, 0));
   using Key = decltype(order(raw_of(0, 0)));
-  Index mid[K];
+  int64_t mid[K];
   Key middle[K];
   bool load[K];
   auto load_middles = [&] {
@@ -206,20 +205,20 @@ JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& ra
     // below of r: the lo's, plus through_mid of r and of every middle before it; above of r:
     // the lo's and every open bracket's mid - lo, plus past_mid of every middle before it.
     bool open[K];
-    Index through_mid[K], past_mid[K];
-    Index los = 0, to_mids = 0;
+    int64_t through_mid[K], past_mid[K];
+    int64_t los = 0, to_mids = 0;
     bool any = false;
     JMP_UNROLL
     for (int t = 0; t < K; ++t) {
       open[t] = lo[t] < hi[t];
       any = any || open[t];
       los += lo[t];
-      through_mid[t] = open[t] ? mid[t] + 1 - lo[t] : Index(0);
-      past_mid[t] = open[t] ? hi[t] - mid[t] : Index(0);
-      to_mids += open[t] ? mid[t] - lo[t] : Index(0);
+      through_mid[t] = open[t] ? mid[t] + 1 - lo[t] : 0;
+      past_mid[t] = open[t] ? hi[t] - mid[t] : 0;
+      to_mids += open[t] ? mid[t] - lo[t] : 0;
     }
     if (!any) return;
-    Index below[K], above[K];
+    int64_t below[K], above[K];
     JMP_UNROLL
     for (int r = 0; r < K; ++r) {
       below[r] = los + through_mid[r];
@@ -230,10 +229,10 @@ JMP_HD void k_way_split(Index d, Index (&lo)[K], Index (&hi)[K], const RawOf& ra
       JMP_UNROLL
       for (int t = 0; t < r; ++t) {
         const bool t_first = !(middle[r] < middle[t]);  // t's middle before r's (ties: run order)
-        below[r] += t_first ? through_mid[t] : Index(0);
-        above[r] += t_first ? past_mid[t] : Index(0);
-        below[t] += t_first ? Index(0) : through_mid[r];
-        above[t] += t_first ? Index(0) : past_mid[r];
+        below[r] += t_first ? through_mid[t] : 0;
+        above[r] += t_first ? past_mid[t] : 0;
+        below[t] += t_first ? 0 : through_mid[r];
+        above[t] += t_first ? 0 : past_mid[r];
       }
     }
     JMP_UNROLL

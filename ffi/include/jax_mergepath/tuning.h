@@ -515,24 +515,17 @@ constexpr SortShape cuda_sort_shape(int key_bytes, int payload_bytes, int64_t ro
 // tile (the two-way partition of run width `width`), then three a boundary of its quad tiles
 // (quad_co_rank: x, a, c).
 constexpr int64_t quad_workspace_elements(int64_t quad_tile, const MergeLayout& pairs) {
-  MergeLayout quads = pairs;
-  quads.n = 2 * pairs.n;
-  return tile_map(pairs, quad_tile).boundaries() + 3 * tile_map(quads, quad_tile).boundaries();
+  return tile_map(pairs, quad_tile).boundaries() +
+         3 * tile_map(multiway_layout(pairs, 4), quad_tile).boundaries();
 }
 
-// The runs an eight-way pass merges at once, and its groups of them over the run pairs of width
-// w of a two-way pass (`pairs`): kRunPairs of width 4 w, a group's first four runs as A.
+// The runs an eight-way pass merges at once (its groups: batch_geometry.h multiway_layout).
 inline constexpr int kEightWayRuns = 8;
-
-constexpr MergeLayout eight_way_groups(const MergeLayout& pairs) {
-  MergeLayout groups = pairs;
-  groups.n = kEightWayRuns / 2 * pairs.n;
-  return groups;
-}
 
 // int32 elements of an eight-way pass's workspace: a count a run at every boundary of its tiles.
 constexpr int64_t eight_way_workspace_elements(int64_t eight_way_tile, const MergeLayout& pairs) {
-  return kEightWayRuns * tile_map(eight_way_groups(pairs), eight_way_tile).boundaries();
+  return kEightWayRuns *
+         tile_map(multiway_layout(pairs, kEightWayRuns), eight_way_tile).boundaries();
 }
 
 // int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
