@@ -205,7 +205,7 @@ def test_cpu_gpu_bit_identical(rng, dtype, descending):
 
 @pytest.mark.parametrize("d", [2, 3, 5, 16, 17, 33])
 def test_is_sorted_rows_across_chunks(rng, d):
-    """The GPU checks the flattened rows in chunks of 16 keys (search_kernels.cu), a thread
+    """The GPU checks the flattened rows in chunks of 16 keys (kernels/query_kernels.cuh), a thread
     clearing each row's flag once: rows shorter than a chunk, rows ending inside one, and one
     out-of-order pair anywhere in a row (its first, its last) flag exactly that row; sorted rows
     stay sorted although every row's last key exceeds the next row's first."""

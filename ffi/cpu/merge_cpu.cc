@@ -1,4 +1,5 @@
-// merge_cpu.cc: the CPU batched merge on the shared core, tile by tile as the GPU does it.
+// merge_cpu.cc (level: CPU backend): the CPU batched merge on the shared core, tile by tile as the
+// GPU does it.
 //
 // The batch (batch_geometry.h: rows, merge_runs rows or the run pairs of a sort pass) is cut
 // into MergePolicy tiles per merge. Host threads take consecutive tiles; where one thread's

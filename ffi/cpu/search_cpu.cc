@@ -1,6 +1,6 @@
-// search_cpu.cc: the CPU's query operations on the shared core: co_rank (one search a query),
-// is_sorted (one scan a row) and searchsorted (a search a query, or one merge path when the
-// queries are sorted: merge_cpu with a ranks payload).
+// search_cpu.cc (level: CPU backend): the CPU's query operations on the shared core: co_rank (one
+// search a query), is_sorted (one scan a row) and searchsorted (a search a query, or one merge path
+// when the queries are sorted: merge_cpu with a ranks payload).
 #include <cstdint>
 
 #include "jax_mergepath/merge_path.h"

@@ -1,5 +1,6 @@
-// sort_cpu.cc: the CPU mergesort, the GPU's decomposition run by host threads; rows of integer
-// keys long enough (tuning.h cpu_sort_takes_radix) take the radix sort of radix_cpu.h instead.
+// sort_cpu.cc (level: CPU backend): the CPU mergesort, the GPU's decomposition run by host threads;
+// rows of integer keys long enough (tuning.h cpu_sort_takes_radix) take the radix sort of
+// radix_cpu.h instead.
 //
 //   0. rows already sorted are found (is_sorted_cpu into row_sorted): their tiles are copied to
 //      the outputs in step 1 and the passes skip them, as on the GPU;

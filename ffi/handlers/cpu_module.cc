@@ -1,5 +1,6 @@
-// cpu_module.cc: XLA FFI handlers for the CPU backend and the nanobind module `_cpu` that hands
-// their capsules to Python (registered for platform "cpu" by jax_mergepath/_ffi.py).
+// cpu_module.cc (level: FFI handlers): XLA FFI handlers for the CPU backend and the nanobind module
+// `_cpu` that hands their capsules to Python (registered for platform "cpu" by
+// jax_mergepath/_ffi.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "../cpu/cpu_entry.h"
-#include "common.h"
+#include "decode.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 

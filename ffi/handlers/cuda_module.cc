@@ -1,16 +1,17 @@
-// cuda_module.cc: XLA FFI handlers for the CUDA backend and the nanobind module `_cuda`
-// (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and validate
-// buffers (common.h) and call the plain launch functions of ffi/cuda/; the stream is XLA's, the
-// partition workspace is the call's last result, nothing allocates or syncs (graph-safe). The
-// device's SM count is read once a device (device_sms.h) and passed down in the call.
+// cuda_module.cc (level: FFI handlers): XLA FFI handlers for the CUDA backend and the nanobind
+// module `_cuda` (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and
+// validate buffers (decode.h) and call the plain entry points of ffi/cuda/entry/; the stream is
+// XLA's, the partition workspace is the call's last result, nothing allocates or syncs
+// (graph-safe). The device's SM count is read once a device (device_sms.h) and passed down in the
+// call.
 #include <nanobind/nanobind.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "../cuda/cuda_entry.h"
-#include "../cuda/device_sms.h"
-#include "common.h"
+#include "../cuda/entry/cuda_entry.h"
+#include "../cuda/entry/device_sms.h"
+#include "decode.h"
 #include "jax_mergepath/tuning.h"
 
 namespace jax_mergepath {

@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "../../ffi/cuda/eight_way_merge.cuh"
-#include "../../ffi/cuda/merge_dispatch.cuh"
-#include "../../ffi/cuda/quad_merge.cuh"
+#include "../../ffi/cuda/kernels/eight_way_merge.cuh"
+#include "../../ffi/cuda/kernels/quad_merge.cuh"
+#include "../../ffi/cuda/launch/merge_launch.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;

@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../ffi/cuda/block_sort.cuh"
+#include "../../ffi/cuda/kernels/block_sort.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;

@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "../../ffi/cuda/merge_dispatch.cuh"
+#include "../../ffi/cuda/launch/merge_launch.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;

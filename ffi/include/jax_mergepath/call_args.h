@@ -1,5 +1,6 @@
-// call_args.h: the plain-C++ call interfaces of the batched operations, shared by the CPU
-// backend and the CUDA launch functions (no XLA types). Buffers are raw device or host pointers.
+// call_args.h (level: shared core): the plain-C++ call interfaces of the batched operations, shared
+// by the CPU backend and the CUDA launch functions (no XLA types). Buffers are raw device or host
+// pointers.
 #pragma once
 
 #include <cstdint>

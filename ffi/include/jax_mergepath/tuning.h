@@ -1,10 +1,11 @@
-// tuning.h: every tuning constant of the package and the tile policies built from them, as data.
-// The CUDA kernels, the CPU backend and the workspace sizing (exported to Python by the _cpu
-// module) all read these, so they agree on tile boundaries by construction. Comments state what
-// a value must satisfy; the measurements that chose it are in docs/performance.md, made with the
-// sweeps of perf/sweeps/. A knob a sweep varies has a `-D JMP_<NAME>=value` override, for the
-// sweeps' own nvcc builds: the package's _cpu and _cuda modules are built with the defaults (the
-// workspace bound that _cpu exports must match the kernels of _cuda).
+// tuning.h (level: shared core): every tuning constant of the package and the tile policies built
+// from them, as data. The CUDA kernels, the CPU backend and the workspace sizing (exported to
+// Python by the _cpu module) all read these, so they agree on tile boundaries by construction.
+// Comments state what a value must satisfy; the measurements that chose it are in
+// docs/performance.md, made with the sweeps of perf/sweeps/. A knob a sweep varies has a `-D
+// JMP_<NAME>=value` override, for the sweeps' own nvcc builds: the package's _cpu and _cuda modules
+// are built with the defaults (the workspace bound that _cpu exports must match the kernels of
+// _cuda).
 #pragma once
 
 #include <cstdint>

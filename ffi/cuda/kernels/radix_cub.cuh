@@ -1,5 +1,5 @@
-// radix_cub.cuh: the definitions of radix_cub.h's calls over cub::DeviceRadixSort and
-// cub::DeviceSegmentedRadixSort: DoubleBuffers (no extra key or value buffer in the temporary
+// radix_cub.cuh (level: kernels): the definitions of radix_cub.h's calls over cub::DeviceRadixSort
+// and cub::DeviceSegmentedRadixSort: DoubleBuffers (no extra key or value buffer in the temporary
 // storage) or, direct, out of place (an extra key and value buffer); tuning.h
 // radix_workspace_elements bounds either. Included only by ffi/cuda/instances/radix.cu.
 #pragma once

@@ -1,6 +1,6 @@
-// counting_scatter.cuh: the CUDA sort of one row of one-byte keys (U8Key traits) with a 4-byte
-// payload (argsort's positions or 4-byte values; tuning.h scatter_possible): one stable pass of
-// an 8-bit counting sort, over tiles of kScatterTile keys:
+// counting_scatter.cuh (level: kernels): the CUDA sort of one row of one-byte keys (U8Key traits)
+// with a 4-byte payload (argsort's positions or 4-byte values; tuning.h scatter_possible): one
+// stable pass of an 8-bit counting sort, over tiles of kScatterTile keys:
 //   1. count (counting_sort.cuh counting_tile_kernel, a block a tile): counts[bin][tile], the
 //      tile's keys of each directed order key, in the workspace;
 //   2. scan (a block a bin): counts[bin][.] made exclusive prefixes over the tiles, the bin's
@@ -17,13 +17,13 @@
 
 #include <cstdint>
 
-#include "block_scan.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/scan_in_place.cuh"
 #include "counting_sort.cuh"
-#include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
 #include "jax_mergepath/tuning.h"
-#include "scan_in_place.cuh"
 
 namespace jax_mergepath {
 

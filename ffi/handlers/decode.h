@@ -1,7 +1,7 @@
-// common.h: what the CPU and CUDA FFI handlers share: the DataType -> KeyType table, and the
-// decoding + validation of a merge / co_rank call's buffers into the plain MergeCall / CoRankCall
-// of call_args.h. Shapes are (rows..., length): every leading dimension is a batch row.
-// Handlers return ffi::Error, never throw.
+// decode.h (level: FFI handlers): how the CPU and CUDA FFI handlers decode every call: the DataType
+// -> KeyType table, the targets' FFI signatures (bind_*), and the decoding + validation of each
+// call's buffers and attributes into the plain call structs of call_args.h (decode_*). Shapes are (rows..., length): every leading dimension is a batch
+// row. Handlers return ffi::Error, never throw.
 #pragma once
 
 #include <cstdint>

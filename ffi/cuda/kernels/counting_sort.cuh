@@ -1,7 +1,7 @@
-// counting_sort.cuh: the CUDA sort of one-byte keys alone (bool, int8, uint8, all run as U8Key;
-// tuning.h "counting path") by counting: a sorted row is its 256 directed order keys in order,
-// each repeated as often as it occurs in the row. Equal one-byte integer keys have equal bits, so
-// the output is the stable merge sort's, bit for bit. Two shapes:
+// counting_sort.cuh (level: kernels): the CUDA sort of one-byte keys alone (bool, int8, uint8, all
+// run as U8Key; tuning.h "counting path") by counting: a sorted row is its 256 directed order keys
+// in order, each repeated as often as it occurs in the row. Equal one-byte integer keys have equal
+// bits, so the output is the stable merge sort's, bit for bit. Two shapes:
 //   * a block a row (counting_rows_kernel): the block counts its row in shared memory, scans the
 //     counts and writes the row (no workspace needed): rows of up to a tile, or many rows;
 //   * tiles, for one row longer than a tile with kCountingBins int32 of workspace: zero the
@@ -16,8 +16,8 @@
 
 #include <cstdint>
 
-#include "block_scan.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
 #include "jax_mergepath/tuning.h"

@@ -1,20 +1,22 @@
-// sort_dispatch.cuh: the CUDA mergesort of one key traits (kernel_traits.h sort_for_traits, the
-// entry sort_cuda in sort_cuda.cu; instantiated in ffi/cuda/instances/). All on `stream`,
-// no allocation, no host sync (graph-safe). Where tuning.h sort_takes_radix says, the radix path
-// runs instead (one-byte keys: counting_sort.cuh alone, counting_scatter.cuh with a payload;
-// else radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
+// sort_launch.cuh (level: launch): the CUDA sort of one key traits (per_traits.h
+// sort_for_traits, reached from the entry sort_cuda in entry/sort_cuda.cu; instantiated in
+// ffi/cuda/instances/sort_*.cu). All on `stream`, no allocation, no host sync (graph-safe).
+// Where tuning.h sort_takes_radix says, the radix path runs instead (one-byte keys:
+// kernels/counting_sort.cuh alone, counting_scatter.cuh with a payload; else
+// kernels/radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
-//      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
-//      are checked by the block sort itself (a block of sorted rows skips its sort);
-//   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
-//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs
-//      (tiles of tuning.h's SortPolicy, or of its wide one where sort_takes_wide_tile);
+//      any out-of-order neighbour pair clears its flag (is_sorted_cuda: entry/query_cuda.cu);
+//      rows of one tile are checked by the block sort itself (a block of
+//      sorted rows skips its sort);
+//   2. block sort (kernels/block_sort.cuh): every tile of every unsorted row sorted, into the
+//      buffer from which the passes end in the outputs; tiles of sorted rows copied to the
+//      outputs (tiles of SortPolicy, or of its wide one where sort_takes_wide_tile);
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
-//      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
-//      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
-//      sort_uses_quads) merges four runs at once, an eight-way pass (eight_way_merge.cuh, where
-//      sort_uses_eights) eight (tuning.h sort_pass_factor); sorted rows' merges are empty
-//      (row_done).
+//      a two-way pass is ONE batched merge (merge_cuda: merge_launch.cuh) of the rows' run
+//      pairs (MergeLayout kRunPairs), doubling the width; a quad pass
+//      (kernels/quad_merge.cuh, where sort_uses_quads) merges four runs at once, an eight-way
+//      pass (kernels/eight_way_merge.cuh, where sort_uses_eights) eight (sort_pass_factor);
+//      sorted rows' merges are empty (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
 // sort and moved by the passes as a kValue payload of its width.
 #pragma once
@@ -23,16 +25,16 @@
 
 #include <cstdint>
 
-#include "block_sort.cuh"
-#include "counting_scatter.cuh"
-#include "counting_sort.cuh"
-#include "cuda_entry.h"
-#include "eight_way_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/grid_launch.cuh"
+#include "../entry/cuda_entry.h"
+#include "../kernels/block_sort.cuh"
+#include "../kernels/counting_scatter.cuh"
+#include "../kernels/counting_sort.cuh"
+#include "../kernels/eight_way_merge.cuh"
+#include "../kernels/quad_merge.cuh"
+#include "../kernels/radix_sort.cuh"
 #include "jax_mergepath/tuning.h"
-#include "kernel_traits.h"
-#include "quad_merge.cuh"
-#include "radix_sort.cuh"
+#include "per_traits.h"
 
 namespace jax_mergepath {
 

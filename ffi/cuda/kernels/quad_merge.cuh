@@ -1,6 +1,7 @@
-// quad_merge.cuh: the quad pass of the CUDA mergesort: every four consecutive sorted runs A, B,
-// C, D of width w of every row merged into one run of 4 w, reading and writing the keys (and the
-// carried payload) once for two merge levels. Three launches, all on the shared core:
+// quad_merge.cuh (level: kernels): the quad pass of the CUDA mergesort: every four consecutive
+// sorted runs A, B, C, D of width w of every row merged into one run of 4 w, reading and writing
+// the keys (and the carried payload) once for two merge levels. Three launches, all on the shared
+// core:
 //   1. the two-way partition (partition.cuh) of the run pairs (A, B) and (C, D) of width w, on
 //      the quad tile: the splits of X = merge(A, B) and Y = merge(C, D) every quad tile;
 //   2. quad_partition_kernel: for every quad tile boundary d, merge_path.h's quad_co_rank from
@@ -23,15 +24,15 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 

@@ -1,5 +1,5 @@
-// merge_kernels.cuh: the kernel level of the CUDA batched merge, on the shared core (thread
-// level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
+// merge_kernels.cuh (level: kernels): the kernel level of the CUDA batched merge, on the shared
+// core (thread level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
 //
 // Merges longer than a tile ("tiled"), after the partition pass (partition.cuh) wrote every tile
 // boundary's split (large sort passes: the first tiles search their own while it runs; small
@@ -26,14 +26,14 @@
 
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "partition.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 

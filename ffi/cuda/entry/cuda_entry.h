@@ -1,6 +1,6 @@
-// cuda_entry.h: plain C++ entry points of the CUDA kernels (no XLA types, no kernels here).
-// Each enqueues its work on `stream` and returns the first CUDA error met (cudaSuccess if none).
-// Nothing allocates or synchronizes: workspaces are the caller's buffers, sized by tuning.h
+// cuda_entry.h (level: entry): plain C++ entry points of the CUDA kernels (no XLA types, no kernels
+// here). Each enqueues its work on `stream` and returns the first CUDA error met (cudaSuccess if
+// none). Nothing allocates or synchronizes: workspaces are the caller's buffers, sized by tuning.h
 // (merge_workspace_elements, sort_partition_elements), so the calls are safe in CUDA graphs.
 #pragma once
 

@@ -1,6 +1,6 @@
-// partition.cuh: the partition pass of the CUDA tiled merge: for every merge of the batch and
-// every tile boundary k (batch_geometry.h's tile map), the merge-path split co_rank(k), written
-// to the workspace as (tiles + 1) int32 per merge.
+// partition.cuh (level: kernels): the partition pass of the CUDA tiled merge: for every merge of
+// the batch and every tile boundary k (batch_geometry.h's tile map), the merge-path split
+// co_rank(k), written to the workspace as (tiles + 1) int32 per merge.
 //
 // Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block), with the
 // same split for any input (the warp replays the thread's descent):
@@ -30,7 +30,7 @@
 
 #include <cstdint>
 
-#include "grid_launch.cuh"
+#include "../block/grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"

@@ -1,11 +1,10 @@
-// radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
-// byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
-// payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's segmented radix
-// sort (tuning.h segmented_radix_possible), each step below a row at a time.
-// Integer keys alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning.h
-// radix_direct): CUB sorts them as their own type from the inputs into the outputs, the workspace
-// holding its temporary storage (with its spare buffers); keys alone descending are then
-// reversed in place.
+// radix_sort.cuh (level: kernels): the CUDA sort's radix path (tuning.h "radix path") for 2- and
+// 4-byte keys (one byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with
+// a 4-byte payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's segmented
+// radix sort (tuning.h segmented_radix_possible), each step below a row at a time. Integer keys
+// alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning.h radix_direct): CUB
+// sorts them as their own type from the inputs into the outputs, the workspace holding its
+// temporary storage (with its spare buffers); keys alone descending are then reversed in place.
 // Other calls sort the keys' directed order keys (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
@@ -31,13 +30,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "block_scan.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/scan_in_place.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/ordering.h"
 #include "jax_mergepath/tuning.h"
 #include "radix_cub.h"
-#include "scan_in_place.cuh"
 
 namespace jax_mergepath {
 

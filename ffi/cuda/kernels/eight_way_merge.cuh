@@ -1,6 +1,6 @@
-// eight_way_merge.cuh: the eight-way pass of the CUDA mergesort: every eight consecutive sorted
-// runs of width w of every row merged into one run of 8 w, reading and writing the keys (and the
-// carried payload) once for three merge levels. Two launches, on the shared core:
+// eight_way_merge.cuh (level: kernels): the eight-way pass of the CUDA mergesort: every eight
+// consecutive sorted runs of width w of every row merged into one run of 8 w, reading and writing
+// the keys (and the carried payload) once for three merge levels. Two launches, on the shared core:
 //   1. eight_way_partition_kernel: for every tile boundary d of every group of eight runs, eight
 //      lanes find the eight runs' counts among the first d outputs from the run lengths alone
 //      (no samples, no earlier launch; k_way_co_rank_lanes, merge_path.h's k_way_split a lane a
@@ -23,14 +23,14 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning.h"
 #include "merge_kernels.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 
