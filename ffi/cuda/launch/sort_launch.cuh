@@ -5,20 +5,22 @@
 // kernels/counting_sort.cuh alone, counting_scatter.cuh with a payload; else
 // kernels/radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
-//      any out-of-order neighbour pair clears its flag (is_sorted_cuda: entry/query_cuda.cu);
-//      rows of one tile are checked by the block sort itself (a block of
+//      any out-of-order neighbour pair clears its flag (is_sorted_for_traits:
+//      query_launch.cuh); rows of one tile are checked by the block sort itself (a block of
 //      sorted rows skips its sort);
 //   2. block sort (kernels/block_sort.cuh): every tile of every unsorted row sorted, into the
 //      buffer from which the passes end in the outputs; tiles of sorted rows copied to the
 //      outputs (tiles of SortPolicy, or of its wide one where sort_takes_wide_tile);
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
-//      a two-way pass is ONE batched merge (merge_cuda: merge_launch.cuh) of the rows' run
+//      a two-way pass is ONE batched merge (merge_for_traits: merge_launch.cuh) of the rows' run
 //      pairs (MergeLayout kRunPairs), doubling the width; a quad pass
 //      (kernels/quad_merge.cuh, where sort_uses_quads) merges four runs at once, an eight-way
 //      pass (kernels/eight_way_merge.cuh, where sort_uses_eights) eight (sort_pass_factor);
 //      sorted rows' merges are empty (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
-// sort and moved by the passes as a kValue payload of its width.
+// sort and moved by the passes as a kValue payload of its width. The merge and is_sorted
+// launchers are only declared here (per_traits.h): their kernels are compiled in their own
+// instances, not again in the sort's.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,7 +28,6 @@
 #include <cstdint>
 
 #include "../block/grid_launch.cuh"
-#include "../entry/cuda_entry.h"
 #include "../kernels/block_sort.cuh"
 #include "../kernels/counting_scatter.cuh"
 #include "../kernels/counting_sort.cuh"
@@ -52,7 +53,9 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
     const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
-    if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
+    if (cudaError_t err = is_sorted_for_traits<Traits>(order, stream); err != cudaSuccess) {
+      return err;
+    }
   }
 
   Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
@@ -88,7 +91,7 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
     } else if (factor == 4) {
       err = launch_quad_pass<Traits, kCarried, Value>(pass, splits, stream);
     } else {
-      err = merge_cuda(pass, splits, stream);
+      err = merge_for_traits<Traits>(pass, splits, stream);
     }
     if (err != cudaSuccess) return err;
     width *= factor;
