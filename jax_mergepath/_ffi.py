@@ -86,9 +86,9 @@ def require_cuda_target(target: str, op: str) -> None:
 
 
 # The CUDA workspaces, sized at lowering time from the row length alone (no device; under
-# jax.export possibly a symbolic dimension): tuning.h's bound per row, which the _cpu module
-# exports as (multiplier, divisor, at_most_one) terms: a row of L elements needs at most the sum
-# of multiplier * q, q = L // divisor (at_most_one: min(q, 1)) int32, whatever the number of
+# jax.export possibly a symbolic dimension): tuning/workspace.h's bound per row, which the _cpu
+# module exports as (multiplier, divisor, at_most_one) terms: a row of L elements needs at most the
+# sum of multiplier * q, q = L // divisor (at_most_one: min(q, 1)) int32, whatever the number of
 # rows (so a shard of a batch-sharded call has enough in its rows' part). The handlers check the
 # buffer against the exact size. The same arithmetic (+, *, // by constants, min) serves
 # concrete and symbolic L.
@@ -127,7 +127,7 @@ def sort_workspace_per_row(
     integer_keys: bool = False, direct: bool = False,
 ) -> DimSize:
     """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
-    the merge sort's bound, or, where tuning.h lets a static length take the radix path under
+    the merge sort's bound, or, where sort_method.h lets a static length take the radix path under
     the current sort_method() (8-byte keys only if `integer_keys`), also the radix path's
     workspace (`direct`: the direct radix sort's, see sort_takes_direct_radix): for a call of
     one row (`one_row`: its batch shape is static and holds one row) its exact size, for
@@ -151,7 +151,7 @@ def sort_takes_direct_radix(
     integer_keys: bool, descending: bool,
 ) -> bool:
     """Whether a CUDA sort of `rows` rows (their static count; None where the batch shape is
-    symbolic) takes the direct radix sort (tuning.h radix_direct: one row of 2-, 4- or 8-byte
+    symbolic) takes the direct radix sort (tuning/radix.h radix_direct: one row of 2-, 4- or 8-byte
     integer keys alone, or of 2 or 4 bytes with 4-byte values ascending; rows of 2-byte integer
     keys alone, fewer than 2^31 keys in all; under the current sort_method()): its spare buffers
     are then empty, CUB's being in the workspace that sort_workspace_per_row(direct=True) gives
@@ -166,12 +166,12 @@ def sort_takes_direct_radix(
 
 def short_keys_onesweep() -> bool:
     """Whether the CUDA module's CUB sorts 2-byte keys by onesweep (every architecture built is
-    sm_90 or newer), where tuning.h's bound holds their direct radix sort; without the module
-    (a lowering for export on a machine without it), the default build's sm_90."""
+    sm_90 or newer), where tuning/workspace.h's bound holds their direct radix sort; without the
+    module (a lowering for export on a machine without it), the default build's sm_90."""
     return _cuda is None or bool(_cuda.short_keys_onesweep())
 
 
-# How the CUDA sort runs (tuning.h SortMethod): "auto" takes the radix path where tuning.h
+# How the CUDA sort runs (call_args.h SortMethod): "auto" takes the radix path where call_args.h
 # measured it faster (one-byte keys' counting sort or scatter, CUB's radix sort of one row of
 # 2- or 4-byte keys), "merge" forces the merge sort, "radix" the radix path wherever it can run.
 # Both give the same bits. Read when a call is lowered, so a change reaches calls traced

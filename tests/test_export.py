@@ -263,8 +263,8 @@ def test_mismatched_symbolic_batch_dims_raise_at_trace_time():
 
 
 # The CUDA workspaces are sized per row by one formula for concrete and symbolic lengths
-# (_ffi.py, tuning.h's bounds; tests/test_tuning.py checks them against the exact sizes): a
-# symbolic export evaluates it at run time to what the concrete lowering computes.
+# (_ffi.py, tuning/workspace.h's bounds; tests/test_tuning.py checks them against the exact sizes):
+# a symbolic export evaluates it at run time to what the concrete lowering computes.
 @pytest.mark.parametrize(
     ("per_row", "key_bytes", "payload", "value_bytes"),
     [

@@ -227,8 +227,8 @@ def test_is_sorted_rows_across_chunks(rng, d):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.int64], ids=dtype_id)
 def test_cpu_gpu_bit_identical_many_boundaries(rng, dtype):
-    """More than 4096 tile boundaries (tuning.h kWarpSearchMaxBoundaries: 4096): the GPU
-    partition takes its thread-per-boundary path (ffi/cuda/partition.cuh). Ragged rows, both
+    """More than 4096 tile boundaries (tuning/merge.h kWarpSearchMaxBoundaries: 4096): the GPU
+    partition takes its thread-per-boundary path (ffi/cuda/kernels/partition.cuh). Ragged rows, both
     directions, indices, and merge_runs."""
     rows, m, n = 512, 24000, 20000
     assert rows * ((m + n) // max(MERGE_TILES) + 1) > 4096

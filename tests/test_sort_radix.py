@@ -1,7 +1,7 @@
-# The CUDA sort's radix path (tuning.h "radix path", ffi/cuda/radix_sort.cuh) against the merge
-# sort, bit for bit: every key dtype (the narrow and sub-byte ones through their order keys),
-# both directions, keys alone / argsort / a 4-byte value / a pytree payload, inputs with -0.0,
-# +0.0 and NaN payloads of both signs (the float fix-up) and ties, sizes from the radix path's
+# The CUDA sort's radix path (tuning/radix.h "radix path", ffi/cuda/kernels/radix_sort.cuh) against
+# the merge sort, bit for bit: every key dtype (the narrow and sub-byte ones through their order
+# keys), both directions, keys alone / argsort / a 4-byte value / a pytree payload, inputs with
+# -0.0, +0.0 and NaN payloads of both signs (the float fix-up) and ties, sizes from the radix path's
 # shortest row to several encode tiles. On the GPU each call is lowered three times: forced
 # merge, forced radix, as dispatched. On every machine: the method reaches the FFI call, the CPU
 # ignores it, and the workspace bound holds the radix path's; on the GPU CUB's own size query
@@ -32,8 +32,8 @@ import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 
 # Sizes: the radix path's shortest row + 1, a ragged encode tile, several tiles, one large.
-SHORTEST = 1024  # tuning.h kRadixShortestRow
-TILE = 4096  # tuning.h kRadixEncodeTile
+SHORTEST = 1024  # tuning/radix.h kRadixShortestRow
+TILE = 4096  # tuning/radix.h kRadixEncodeTile
 SIZES = [SHORTEST + 1, 5 * TILE - 7, 2**17 + 11]
 NARROW = [jnp.dtype(d) for d in ("float8_e4m3fn", "float8_e5m2", "int4")]
 
@@ -288,7 +288,7 @@ INT_DTYPES = [d for d in KEY_DTYPES if d.kind in "biu"]
 @pytest.mark.slow  # (the fast tier's integer sorts run this path too)
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 def test_cpu_integer_radix_path(rng, dtype):
-    # tuning.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
+    # tuning/cpu.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
     # radix sort; around both thresholds, rows, one long row, both directions, keys alone /
     # positions / values, and keys sharing digits (the skipped passes) or all equal (none).
     cpu = jax.devices("cpu")[0]
@@ -489,8 +489,8 @@ ONE_BYTE = [np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)]
 @pytest.mark.parametrize("dtype", ONE_BYTE, ids=dtype_id)
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
 def test_counting_sort_rows_and_tiles(rng, dtype, descending):
-    # One-byte keys alone (tuning.h counting path): a block a row (batched rows, short rows, one
-    # row of up to a tile), tiles (one row longer than a tile) and the merge sort for a few rows
+    # One-byte keys alone (tuning/radix.h counting path): a block a row (batched rows, short rows,
+    # one row of up to a tile), tiles (one row longer than a tile) and the merge sort for a few rows
     # longer than a tile (counting_shape declines); row lengths that leave every row start
     # unaligned; runs of equal keys (a word of one key), few keys, one key. One row with
     # positions or values: the counting scatter.
@@ -515,7 +515,7 @@ def test_counting_sort_rows_and_tiles(rng, dtype, descending):
             values = np.arange(shape[0], dtype=np.float32) * np.float32(0.5)
             _same_three_ways(lambda a, v: jmp.sort_by_key(a, v, descending=descending), x,
                              values, what=f"sort_by_key {what}")
-    # rows strided over the grid (more rows than tuning.h kCountingMaxRowBlocks), and many
+    # rows strided over the grid (more rows than tuning/radix.h kCountingMaxRowBlocks), and many
     # rows longer than a tile (kCountingManyRows: a block a row)
     for shape in [(2**16 + 3, 4), (128, 2**15 + 3)]:
         x = random_keys(rng, dtype, shape, "random")

@@ -3,9 +3,10 @@
 // when the queries are sorted: merge_cpu with a ranks payload).
 #include <cstdint>
 
-#include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
 #include "cpu_entry.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning/cpu.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {

@@ -1,5 +1,5 @@
 // sort_cpu.cc (level: CPU backend): the CPU mergesort, the GPU's decomposition run by host threads;
-// rows of integer keys long enough (tuning.h cpu_sort_takes_radix) take the radix sort of
+// rows of integer keys long enough (tuning/cpu.h cpu_sort_takes_radix) take the radix sort of
 // radix_cpu.h instead.
 //
 //   0. rows already sorted are found (is_sorted_cpu into row_sorted): their tiles are copied to
@@ -16,11 +16,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu_entry.h"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_network.h"
-#include "jax_mergepath/tuning.h"
-#include "cpu_entry.h"
+#include "jax_mergepath/tuning/cpu.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "parallel_for.h"
 #include "radix_cpu.h"
 
@@ -141,7 +142,7 @@ struct RowSorter {
     return src;
   }
 
-  // Integer keys where tuning.h cpu_sort_takes_radix says: each unsorted row by the radix sort
+  // Integer keys where tuning/cpu.h cpu_sort_takes_radix says: each unsorted row by the radix sort
   // (radix_cpu.h), a row a task; sorted rows copied.
   void run_radix() const {
     const int64_t d = call.length;

@@ -11,7 +11,11 @@
 #include "../cpu/cpu_entry.h"
 #include "decode.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/sort_method.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/sort.h"
+#include "jax_mergepath/tuning/workspace.h"
 
 namespace jax_mergepath {
 namespace {
@@ -102,8 +106,8 @@ NB_MODULE(_cpu, m) {
     d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
     return d;
   });
-  // The tuning table (tuning.h): the workspace bounds that shape the CUDA workspaces (_ffi.py),
-  // and what the tests check the kernels' arithmetic with.
+  // The tuning table (tuning/*.h, sort_method.h): the workspace bounds that shape the CUDA
+  // workspaces (_ffi.py), and what the tests check the kernels' arithmetic with.
   m.def(
       "merge_workspace_bound",
       [](int key_bytes, int payload, int value_bytes) {
@@ -112,7 +116,7 @@ NB_MODULE(_cpu, m) {
       },
       "[(multiplier, divisor, at_most_one), ...]: the CUDA merge's int32 workspace a row of L "
       "outputs is at most the sum of multiplier * q, q = L // divisor (at_most_one: min(q, 1)), "
-      "for any number of rows (tuning.h merge_workspace_bound)");
+      "for any number of rows (tuning/workspace.h merge_workspace_bound)");
   m.def(
       "sort_workspace_bound",
       [](int key_bytes, int payload, int value_bytes) {
@@ -120,7 +124,7 @@ NB_MODULE(_cpu, m) {
             key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes));
       },
       "[(multiplier, divisor, at_most_one), ...]: the same for the CUDA sort of rows of L keys "
-      "(tuning.h sort_workspace_bound)");
+      "(tuning/workspace.h sort_workspace_bound)");
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
   m.def(
       "merge_shape_for",
@@ -217,14 +221,14 @@ NB_MODULE(_cpu, m) {
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
   m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
         "int32 elements of the radix path's workspace for rows x n keys of key_bytes with a "
-        "payload of payload_bytes, direct or not (tuning.h: the counting sort's counts, or the "
-        "class counts, then CUB's temporary storage, with its spare buffers for the direct "
-        "sort)");
+        "payload of payload_bytes, direct or not (tuning/workspace.h: the counting sort's counts, "
+        "or the class counts, then CUB's temporary storage, with its spare buffers for the "
+        "direct sort)");
   m.def("radix_workspace_per_row", &jax_mergepath::radix_workspace_per_row,
         "int32 elements a row of a batched call's radix path workspace, for rows of n keys "
-        "(tuning.h)");
+        "(tuning/workspace.h)");
   m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
-        "int32 elements of the radix path's class counts for rows x n keys (tuning.h)");
+        "int32 elements of the radix path's class counts for rows x n keys (sort_method.h)");
   m.def(
       "sort_takes_radix",
       [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length,
@@ -234,7 +238,7 @@ NB_MODULE(_cpu, m) {
                                                integer_keys);
       },
       "whether the CUDA sort of rows x length keys (integer keys or not) takes the radix path "
-      "(tuning.h)");
+      "(sort_method.h)");
   m.def(
       "sort_takes_direct_radix",
       [](int method, bool integer_keys, int key_bytes, int payload, int value_bytes,
@@ -245,5 +249,5 @@ NB_MODULE(_cpu, m) {
             length);
       },
       "whether the CUDA sort takes the direct radix sort: CUB from the inputs, its spare "
-      "buffers in the workspace, the sort's own spare buffers empty (tuning.h)");
+      "buffers in the workspace, the sort's own spare buffers empty (sort_method.h)");
 }

@@ -12,7 +12,8 @@
 #include "../cuda/entry/cuda_entry.h"
 #include "../cuda/entry/device_sms.h"
 #include "decode.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/sort_method.h"
+#include "jax_mergepath/tuning/workspace.h"
 
 namespace jax_mergepath {
 namespace {
@@ -193,5 +194,5 @@ NB_MODULE(_cuda, m) {
       },
       "CUB's temporary storage bytes for the radix path's sort of rows x n keys of key_bytes, "
       "with a 4-byte payload or none, or direct (integer keys), on the current device (a test "
-      "hook of tuning.h's bound)");
+      "hook of tuning/workspace.h's bound)");
 }

@@ -1,7 +1,8 @@
 // decode.h (level: FFI handlers): how the CPU and CUDA FFI handlers decode every call: the DataType
 // -> KeyType table, the targets' FFI signatures (bind_*), and the decoding + validation of each
-// call's buffers and attributes into the plain call structs of call_args.h (decode_*). Shapes are (rows..., length): every leading dimension is a batch
-// row. Handlers return ffi::Error, never throw.
+// call's buffers and attributes into the plain call structs of call_args.h (decode_*). Shapes are
+// (rows..., length): every leading dimension is a batch row. Handlers return ffi::Error, never
+// throw.
 #pragma once
 
 #include <cstdint>
@@ -256,7 +257,7 @@ auto bind_sort(Binding binding) {
       .RemainingRets()  // payload output, spare keys, spare payload, row flags, (CUDA) splits
       .template Attr<bool>("descending")
       .template Attr<int64_t>("payload")
-      .template Attr<int64_t>("method")  // tuning.h SortMethod (the CPU sort has one)
+      .template Attr<int64_t>("method")  // call_args.h SortMethod (the CPU sort has one)
       .template Attr<bool>("keys_needed");
 }
 
@@ -287,7 +288,8 @@ inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t 
 // Decodes a sort call. Operands: keys (rows..., length), then the values (payload 2: one array
 // shaped like the keys). Results: sorted keys, the payload output (payload 1: int32; 2: values),
 // spare keys, spare payload (payload 1, 2) (empty allowed with spare_buffers_may_be_empty),
-// one uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the index of: the first one after these.
+// one uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the
+// index of: the first one after these.
 inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
                                           ffi::Result<ffi::AnyBuffer> out,
                                           const ffi::RemainingRets& extra, bool descending,

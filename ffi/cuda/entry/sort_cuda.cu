@@ -10,6 +10,7 @@
 #include "../kernels/radix_cub.h"
 #include "../launch/per_traits.h"
 #include "cuda_entry.h"
+#include "jax_mergepath/tuning/radix.h"
 
 namespace jax_mergepath {
 

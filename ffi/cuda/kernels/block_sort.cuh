@@ -34,7 +34,7 @@
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_network.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/sort.h"
 
 namespace jax_mergepath {
 

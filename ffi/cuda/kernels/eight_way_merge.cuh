@@ -12,7 +12,7 @@
 //      merge_full_sorted every time), and stores through shared memory like the quad pass
 //      (block_merge.cuh store_tile_outputs).
 // Ties go to the earlier run at every level: stable. A tile holds (threads - 3) x items outputs
-// (three pads at the first level). tuning.h says which passes are eight-way (sort_pass_factor)
+// (three pads at the first level). tuning/sort.h says which passes are eight-way (sort_pass_factor)
 // and with which shape (eight_way_shape). Sort passes only: runs sorted by the block sort or an
 // earlier pass, every key valid, payload none or a value. Rows flagged sorted (layout.row_done)
 // have empty groups.
@@ -29,7 +29,8 @@
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "merge_kernels.cuh"
 
 namespace jax_mergepath {
@@ -279,7 +280,7 @@ cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int
 
 // Enqueues the eight-way pass that merges the runs of width pairs.layout.n eight at a time
 // (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
-// eight_way_workspace_elements (tuning.h).
+// eight_way_workspace_elements (tuning/workspace.h).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = EightWayPolicy<int(sizeof(typename Traits::Bits)),
                                            payload_bytes(kPayload, int(sizeof(Value)))>>

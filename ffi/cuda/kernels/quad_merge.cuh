@@ -13,7 +13,7 @@
 //      (first level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
 //      (merge_full both times) into registers, and stores through shared memory like the tiled
 //      merge (block_merge.cuh).
-// tuning.h says which sorts take quad passes (sort_uses_quads) and with which shapes.
+// tuning/sort.h says which sorts take quad passes (sort_uses_quads) and with which shapes.
 // Sort passes only: runs sorted by the block sort (no unsorted-input checks), every key valid,
 // payload none or a value (argsort's positions travel as int32 values). Rows flagged sorted
 // (layout.row_done) have empty quads.
@@ -30,7 +30,8 @@
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
 
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 }
 
 // Enqueues the partition launches of a quad pass on tile `tile`: the pairs' two-way splits, then
-// the quad splits after them in the workspace (quad_workspace_elements, tuning.h).
+// the quad splits after them in the workspace (quad_workspace_elements, call_args.h).
 template <typename Traits>
 cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
                                   cudaStream_t stream) {
@@ -213,7 +214,7 @@ cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t*
 
 // Enqueues the quad pass that merges the runs of width pairs.layout.n four at a time
 // (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
-// quad_workspace_elements (tuning.h).
+// quad_workspace_elements (tuning/workspace.h).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = QuadPolicy<int(sizeof(typename Traits::Bits)),
                                        payload_bytes(kPayload, int(sizeof(Value)))>>

@@ -16,7 +16,7 @@
 #include "../block/grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
 
 namespace jax_mergepath {
 

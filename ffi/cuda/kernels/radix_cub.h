@@ -14,8 +14,8 @@
 // Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
 // measured fastest (docs/performance.md, "Radix dispatch"); both forms of one key type and
 // kPairs share its kernels. Instantiated in ffi/cuda/instances/radix.cu (radix_cub.cuh) for the
-// widths and kPairs that tuning.h cub_radix_possible and radix_direct admit (one-byte keys are
-// the counting sorts': no instance; 8-byte keys only direct, alone; rows only 2-byte keys).
+// widths and kPairs that tuning/radix.h cub_radix_possible and radix_direct admit (one-byte keys
+// are the counting sorts': no instance; 8-byte keys only direct, alone; rows only 2-byte keys).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -23,7 +23,7 @@
 #include "../kernels/partition.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "per_traits.h"
 
 namespace jax_mergepath {

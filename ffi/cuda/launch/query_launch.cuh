@@ -13,7 +13,7 @@
 #include "../block/grid_launch.cuh"
 #include "../kernels/query_kernels.cuh"
 #include "jax_mergepath/call_args.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "per_traits.h"
 
 namespace jax_mergepath {

@@ -1,7 +1,7 @@
 // sort_launch.cuh (level: launch): the CUDA sort of one key traits (per_traits.h
 // sort_for_traits, reached from the entry sort_cuda in entry/sort_cuda.cu; instantiated in
 // ffi/cuda/instances/sort_*.cu). All on `stream`, no allocation, no host sync (graph-safe).
-// Where tuning.h sort_takes_radix says, the radix path runs instead (one-byte keys:
+// Where sort_method.h sort_takes_radix says, the radix path runs instead (one-byte keys:
 // kernels/counting_sort.cuh alone, counting_scatter.cuh with a payload; else
 // kernels/radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
@@ -34,12 +34,14 @@
 #include "../kernels/eight_way_merge.cuh"
 #include "../kernels/quad_merge.cuh"
 #include "../kernels/radix_sort.cuh"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/sort_method.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "per_traits.h"
 
 namespace jax_mergepath {
 
-// The sort after its block sort of Policy's tile; quads, eights: tuning.h sort_uses_quads,
+// The sort after its block sort of Policy's tile; quads, eights: tuning/sort.h sort_uses_quads,
 // sort_uses_eights.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* splits,

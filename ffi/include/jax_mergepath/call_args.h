@@ -7,9 +7,18 @@
 
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/key_types.h"
-#include "jax_mergepath/tuning.h"
 
 namespace jax_mergepath {
+
+// How the CUDA sort runs (SortCall::method, the FFI attribute `method`). A sort the merge sort
+// loses to XLA's radix sort runs CUB's onesweep radix sort instead, inside the same FFI call
+// (ffi/cuda/kernels/radix_sort.cuh): the keys' directed order keys (ordering.h) sorted as
+// unsigned integers, stable, the payload alongside; float keys get their -0.0 and NaN bits back
+// by a stable fix-up. Results are bit-identical to the merge sort's. kAuto takes the radix sort
+// where sort_method.h sort_takes_radix says (thresholds: tuning/radix.h); kMerge and kRadix force
+// one (kRadix where radix_possible, else the merge sort), for benchmarks and the bit-identity
+// tests.
+enum class SortMethod : int { kAuto = 0, kMerge = 1, kRadix = 2 };
 
 struct MergeCall {
   KeyType key_type;
@@ -23,7 +32,7 @@ struct MergeCall {
   const void* a_values;  // kValue: values of a (kRuns, kRunPairs: of x)
   const void* b_values;
   void* out_payload;  // kIndex: int32 indices; kValue: values; kRanks*: int32 ranks
-  // The device's SMs (the CUDA handlers read them: tuning.h merge_searching_tiles_most); 0 on
+  // The device's SMs (the CUDA handlers read them: tuning/merge.h merge_searching_tiles_most); 0 on
   // the CPU, which never reads it.
   int sms;
 };
@@ -57,8 +66,9 @@ struct IsSortedCall {
 // payload, out_payload nothing (kNone), the int32 source positions (kIndex: argsort) or the
 // values moved with their keys (kValue). spare_keys / spare_payload are workspace shaped like
 // the outputs (nullptr for a call taking the CUDA direct radix sort, whose spares are in its
-// workspace: tuning.h radix_direct): the merge passes ping-pong between them and the outputs. Rows already sorted are
-// copied once and skipped (row_sorted), so presorted input costs a check and a copy.
+// workspace: tuning/radix.h radix_direct): the merge passes ping-pong between them and the outputs.
+// Rows already sorted are copied once and skipped (row_sorted), so presorted input costs a check
+// and a copy.
 struct SortCall {
   KeyType key_type;
   bool descending;
@@ -73,7 +83,7 @@ struct SortCall {
   void* spare_payload;
   uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
   int sms;              // the device's SMs, for the passes (MergeCall::sms)
-  SortMethod method;    // the CUDA sort's: merge or radix path (tuning.h); the CPU ignores it
+  SortMethod method;    // the CUDA sort's: merge or radix path (above); the CPU ignores it
   bool keys_needed;     // false: the caller drops out_keys (argsort), which the CUDA radix path
                         // then leaves unwritten (unspecified)
 };
