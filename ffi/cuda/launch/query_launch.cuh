@@ -18,31 +18,34 @@
 
 namespace jax_mergepath {
 
+// Enqueues `kernel` a thread a unit of `units`, kQueryThreads a block, with `args`.
+template <typename... Params, typename... Args>
+cudaError_t launch_per_unit(void (*kernel)(Params...), int64_t units, cudaStream_t stream,
+                            Args... args) {
+  const int64_t blocks = ceil_div(units, kQueryThreads);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, args...);
+}
+
 template <typename Traits>
 cudaError_t co_rank_for_traits(const CoRankCall& call, cudaStream_t stream) {
   const int64_t total = call.rows * call.queries;
   if (total == 0) return cudaSuccess;
-  const int64_t blocks = ceil_div(total, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  auto* kernel = co_rank_kernel<Traits>;
-  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
-                       order_mask<Traits>(call.key_type, call.descending));
+  return launch_per_unit(co_rank_kernel<Traits>, total, stream, call,
+                         order_mask<Traits>(call.key_type, call.descending));
 }
 
+// The row flags start at 1 (a memset); a thread checks a chunk of kIsSortedChunk keys.
 template <typename Traits>
 cudaError_t is_sorted_for_traits(const IsSortedCall& call, cudaStream_t stream) {
   if (call.rows == 0) return cudaSuccess;
   if (cudaError_t err = cudaMemsetAsync(call.out, 1, call.rows, stream); err != cudaSuccess) {
     return err;
   }
-  const int64_t total = call.rows * call.length;
   if (call.length < 2) return cudaSuccess;
-  const int64_t chunks = ceil_div(total, kIsSortedChunk);
-  const int64_t blocks = ceil_div(chunks, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  auto* kernel = is_sorted_kernel<Traits>;
-  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
-                       order_mask<Traits>(call.key_type, call.descending));
+  const int64_t chunks = ceil_div(call.rows * call.length, kIsSortedChunk);
+  return launch_per_unit(is_sorted_kernel<Traits>, chunks, stream, call,
+                         order_mask<Traits>(call.key_type, call.descending));
 }
 
 template <typename Traits>
@@ -51,10 +54,7 @@ cudaError_t searchsorted_for_traits(const SearchCall& call, int32_t* splits,
   const int64_t total = call.rows * call.queries;
   if (total == 0) return cudaSuccess;
   if (call.sorted_queries) return merge_for_traits<Traits>(search_as_merge(call), splits, stream);
-  const int64_t blocks = ceil_div(total, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  auto* kernel = searchsorted_kernel<Traits>;
-  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call);
+  return launch_per_unit(searchsorted_kernel<Traits>, total, stream, call);
 }
 
 }  // namespace jax_mergepath
