@@ -3,7 +3,7 @@
 // the payload alongside. Integer order keys are a bijection of the bits, so the result is the merge
 // sort's, bit for bit. Digits every key shares are skipped (one read of the row builds every
 // digit's histogram first); the passes ping-pong between the spare buffers and the outputs so that
-// the last one lands in the outputs. Used by sort_cpu.cc where tuning/cpu.h cpu_sort_takes_radix
+// the last one lands in the outputs. Used by sort_cpu.cc where sort_method.h cpu_sort_takes_radix
 // says.
 #pragma once
 

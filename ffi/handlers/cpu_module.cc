@@ -49,9 +49,12 @@ ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bo
 ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
                        int64_t payload, int64_t method, bool keys_needed) {
+  if (method == static_cast<int64_t>(SortMethod::kRadixDirect)) {
+    return invalid("sort", "the method kRadixDirect is the CUDA sort's (the CPU sort takes its "
+                           "spare buffers)");
+  }
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          /*spare_buffers_may_be_empty=*/false, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed, used);
   if (!call.has_value()) return call.error();
   if (used != extra.size()) return invalid("sort", "unexpected extra results");
   sort_cpu(*call);
@@ -238,16 +241,34 @@ NB_MODULE(_cpu, m) {
                                                integer_keys);
       },
       "whether the CUDA sort of rows x length keys (integer keys or not) takes the radix path "
-      "(sort_method.h)");
+      "under a method (call_args.h SortMethod; sort_method.h)");
   m.def(
-      "sort_takes_direct_radix",
-      [](int method, bool integer_keys, int key_bytes, int payload, int value_bytes,
-         bool descending, int64_t rows, int64_t length) {
-        return jax_mergepath::sort_takes_direct_radix(
-            static_cast<jax_mergepath::SortMethod>(method), integer_keys, key_bytes,
-            static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, descending, rows,
+      "resolve_sort_method",
+      [](int knob, int key_bytes, int payload, int value_bytes, bool integer_keys,
+         bool descending, int64_t rows, int64_t length, bool short_keys_onesweep) {
+        return static_cast<int>(jax_mergepath::resolve_sort_method(
+            static_cast<jax_mergepath::SortMethod>(knob), key_bytes,
+            static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, integer_keys,
+            descending, rows, length, short_keys_onesweep));
+      },
+      "the method (call_args.h SortMethod) the CUDA lowering passes for a sort of rows x length "
+      "keys (-1: a symbolic extent) under the user's knob (0 auto, 1 merge, 2 radix) "
+      "(sort_method.h)");
+  m.def("resolve_cpu_sort_method",
+        [](int key_bytes, bool integer_keys, int64_t length) {
+          return static_cast<int>(
+              jax_mergepath::resolve_cpu_sort_method(key_bytes, integer_keys, length));
+        },
+        "the method the CPU lowering passes for rows of length keys (-1: symbolic) "
+        "(sort_method.h)");
+  m.def(
+      "sort_radix_workspace_per_row",
+      [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+        return jax_mergepath::sort_radix_workspace_per_row(
+            static_cast<jax_mergepath::SortMethod>(method), key_bytes, payload_bytes, rows,
             length);
       },
-      "whether the CUDA sort takes the direct radix sort: CUB from the inputs, its spare "
-      "buffers in the workspace, the sort's own spare buffers empty (sort_method.h)");
+      "int32 elements a row the radix path adds to the CUDA sort's workspace of a call lowered "
+      "with a method, for rows (1, or any other: a bound a row) of a static length "
+      "(tuning/workspace.h)");
 }

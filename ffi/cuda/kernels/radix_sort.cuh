@@ -2,11 +2,12 @@
 // and 4-byte keys (one byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or
 // with a 4-byte payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's
 // segmented radix sort (tuning/radix.h segmented_radix_possible), each step below a row at a time.
-// Integer keys alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning/radix.h
-// radix_direct): CUB sorts them as their own type from the inputs into the outputs, the workspace
-// holding its temporary storage (with its spare buffers); keys alone descending are then reversed
-// in place. Other calls sort the keys' directed order keys (ordering.h), bit-identical to the merge
-// sort:
+// Integer keys alone, or with 4-byte values ascending (tuning/radix.h radix_direct), go direct
+// (radix_sort_direct) where the workspace holds CUB's need, as the lowering sizes it for the
+// method kRadixDirect (call_args.h SortMethod): CUB sorts them as their own type from the inputs
+// into the outputs, the workspace holding its temporary storage (with its spare buffers); keys
+// alone descending are then reversed in place. Other calls sort the keys' directed order keys
+// (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
 //      their NaN, zero and negative keys;
@@ -21,9 +22,10 @@
 // All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning/workspace.h
 // radix_workspace_elements) holds the class counts, then CUB's temporary storage (direct: only
 // CUB's, with its spare buffers); if CUB asks for more than it holds, the path is not taken
-// (*taken = false) and the caller merge-sorts; a direct sort without the sort's own spare
-// buffers cannot fall back and fails with cudaErrorInvalidValue instead (the lowering gives it
-// the bound, and leaves the spares empty only where CUB takes onesweep: _ffi.py).
+// (*taken = false) and the caller merge-sorts; a kRadixDirect call, without the sort's own spare
+// buffers, cannot fall back and fails with cudaErrorInvalidValue instead (the lowering gives it
+// the bound, and resolves 2-byte keys direct only where CUB takes onesweep: sort_method.h
+// resolve_sort_method).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -299,7 +301,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       }
       if (call.spare_keys == nullptr || (kPayload != PayloadKind::kNone &&
                                          call.spare_payload == nullptr)) {
-        return cudaErrorInvalidValue;  // (the bound held short: see the top)
+        return cudaErrorInvalidValue;  // (kRadixDirect: the bound held short; see the top)
       }
     }
   }

@@ -1,9 +1,12 @@
 // sort_launch.cuh (level: launch): the CUDA sort of one key traits (per_traits.h
 // sort_for_traits, reached from the entry sort_cuda in entry/sort_cuda.cu; instantiated in
 // ffi/cuda/instances/sort_*.cu). All on `stream`, no allocation, no host sync (graph-safe).
-// Where sort_method.h sort_takes_radix says, the radix path runs instead (one-byte keys:
-// kernels/counting_sort.cuh alone, counting_scatter.cuh with a payload; else
-// kernels/radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
+// The call's method (call_args.h SortMethod, resolved when it was lowered: sort_method.h) says
+// whether the radix path runs instead (sort_takes_radix of the call's rows, which may be a
+// shard's: kMerge never, kRadix and kRadixDirect where the radix path can run them, kAdaptive
+// where it also wins): one-byte keys kernels/counting_sort.cuh alone, counting_scatter.cuh with a
+// payload, else kernels/radix_sort.cuh, each of which may decline for want of workspace or of
+// rows (not kRadixDirect's direct sort); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
 //      any out-of-order neighbour pair clears its flag (is_sorted_for_traits:
 //      query_launch.cuh); rows of one tile are checked by the block sort itself (a block of
@@ -124,6 +127,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
     }
     if (err != cudaSuccess || taken) return err;
   }
+  // (kRadixDirect has no spare buffers to merge-sort with: the handler checked it runs)
+  if (call.method == SortMethod::kRadixDirect) return cudaErrorInvalidValue;
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
   const bool eights = sort_uses_eights(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)

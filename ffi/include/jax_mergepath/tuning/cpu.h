@@ -17,14 +17,10 @@ inline constexpr int64_t kMaxHostChunks = 256;
 inline constexpr int64_t kQueryWork = 32;
 
 // The CPU sort's integer path (ffi/cpu/radix_cpu.h: an LSD radix sort a row, integer keys only:
-// their order keys are a bijection): rows of at least cpu_radix_min_length keys (8-byte keys,
-// eight digit passes, lose to the merge sort on rows of 256 and win at 2^16), and copy_tile's int
-// lengths. Measured with perf/sort_grid.py --cpu-cells (docs/performance.md, "CPU" and "Where the
-// measurements went").
+// their order keys are a bijection) takes rows of at least cpu_radix_min_length keys (8-byte
+// keys, eight digit passes, lose to the merge sort on rows of 256 and win at 2^16; the decision:
+// sort_method.h cpu_sort_takes_radix). Measured with perf/sort_grid.py --cpu-cells
+// (docs/performance.md, "CPU" and "Where the measurements went").
 constexpr int64_t cpu_radix_min_length(int key_bytes) { return key_bytes == 8 ? 2048 : 256; }
-
-constexpr bool cpu_sort_takes_radix(int key_bytes, int64_t length) {
-  return length >= cpu_radix_min_length(key_bytes) && length < (int64_t{1} << 31);
-}
 
 }  // namespace jax_mergepath

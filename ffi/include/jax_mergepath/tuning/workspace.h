@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
 #include "jax_mergepath/tuning/merge.h"
 #include "jax_mergepath/tuning/radix.h"
@@ -140,15 +141,31 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
 
 // The radix path's workspace a row of a batched call (rows >= 1 unknown at lowering: a shard of
 // a batch-sharded call holds some): for CUB's segmented sort at least radix_workspace_elements /
-// rows for rows >= 2, and, direct, one row's whole need (a call whose spare buffers are empty
-// takes the direct sort at whatever count of rows it has: cuda_module.cc); none for other keys
-// (rows of one-byte keys are counted a block a row, without workspace). A one-row shard of a
-// batched call that is not direct finds too little for the one-row radix sort and merge-sorts.
+// rows for rows >= 2, and, direct, one row's whole need (a kRadixDirect call takes the direct
+// sort at whatever count of rows its shard has); none for other keys (rows of one-byte keys are
+// counted a block a row, without workspace). A one-row shard of a batched call that is not direct
+// finds too little for the one-row radix sort and merge-sorts (sort_method.h
+// resolve_sort_method).
 constexpr int64_t radix_workspace_per_row(int key_bytes, int payload_bytes, int64_t length,
                                           bool direct) {
   if (!segmented_radix_possible(key_bytes, payload_bytes, 2, length)) return 0;
   if (direct) return radix_workspace_elements(key_bytes, payload_bytes, 1, length, true);
   return radix_count_elements(1, length) + kSegmentedCubBytes / 4;
+}
+
+// int32 elements a row that the radix path adds to the CUDA sort's workspace of a call lowered
+// with `method` (sort_method.h resolve_sort_method) for rows of a static `length`: for kRadix and
+// kRadixDirect, a call of one row (rows == 1) gets the path's exact need, any other (rows >= 2,
+// or kUnknownExtent: a symbolic batch) its bound a row for any count of rows; kMerge and
+// kAdaptive none (the lowering gives the merge sort's bound; where the launcher takes the radix
+// path anyway, it finds what it finds: the counting sort of short rows needs none). The lowering
+// takes the larger of this and sort_workspace_bound's per_row.
+constexpr int64_t sort_radix_workspace_per_row(SortMethod method, int key_bytes,
+                                               int payload_bytes, int64_t rows, int64_t length) {
+  if (method != SortMethod::kRadix && method != SortMethod::kRadixDirect) return 0;
+  const bool direct = method == SortMethod::kRadixDirect;
+  if (rows == 1) return radix_workspace_elements(key_bytes, payload_bytes, 1, length, direct);
+  return radix_workspace_per_row(key_bytes, payload_bytes, length, direct);
 }
 
 // ------------------------------------------------------------------ workspace bounds
