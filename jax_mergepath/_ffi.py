@@ -10,6 +10,7 @@ ImportError that says how to build. Targets are registered for platform "cpu" an
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import os
 from collections.abc import Iterator
@@ -86,9 +87,9 @@ def require_cuda_target(target: str, op: str) -> None:
 
 
 # The CUDA workspaces, sized at lowering time from the row length alone (no device; under
-# jax.export possibly a symbolic dimension): tuning.h's bound per row, which the _cpu module
-# exports as (multiplier, divisor, at_most_one) terms: a row of L elements needs at most the sum
-# of multiplier * q, q = L // divisor (at_most_one: min(q, 1)) int32, whatever the number of
+# jax.export possibly a symbolic dimension): tuning/workspace.h's bound per row, which the _cpu
+# module exports as (multiplier, divisor, at_most_one) terms: a row of L elements needs at most the
+# sum of multiplier * q, q = L // divisor (at_most_one: min(q, 1)) int32, whatever the number of
 # rows (so a shard of a batch-sharded call has enough in its rows' part). The handlers check the
 # buffer against the exact size. The same arithmetic (+, *, // by constants, min) serves
 # concrete and symbolic L.
@@ -122,72 +123,81 @@ def merge_workspace_per_row(
     return _per_row(_merge_terms(key_bytes, int(payload), value_bytes), length)
 
 
+class SortMethod(enum.IntEnum):
+    """How a sort runs: the FFI attribute `method` (ffi/include/jax_mergepath/call_args.h
+    SortMethod), resolved once when the call is lowered (resolve_sort_method)."""
+
+    ADAPTIVE = 0  # the launcher decides from the run-time shape (a symbolic length)
+    MERGE = 1  # the merge sort
+    RADIX = 2  # the radix path where it can run the call's rows, else the merge sort
+    RADIX_DIRECT = 3  # (CUDA) the direct radix sort, its spares in the workspace
+
+
 def sort_workspace_per_row(
-    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, one_row: bool = False,
-    integer_keys: bool = False, direct: bool = False,
+    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *,
+    method: int = SortMethod.MERGE, rows: int | None = None,
 ) -> DimSize:
-    """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys:
-    the merge sort's bound, or, where tuning.h lets a static length take the radix path under
-    the current sort_method() (8-byte keys only if `integer_keys`), also the radix path's
-    workspace (`direct`: the direct radix sort's, see sort_takes_direct_radix): for a call of
-    one row (`one_row`: its batch shape is static and holds one row) its exact size, for
-    batched rows (CUB's segmented sort: 2-byte keys) a bound a row, whatever their count."""
+    """int32 elements a row of the CUDA sort's partition workspace, for rows of `length` keys
+    lowered with `method` (resolve_sort_method; the default, MERGE, the merge sort's alone): the
+    merge sort's bound, and for a static length lowered RADIX or RADIX_DIRECT the radix path's
+    part if larger (tuning/workspace.h sort_radix_workspace_per_row: for a call of
+    one row, `rows` == 1, its exact size, else a bound a row whatever the count of rows)."""
     merge = _per_row(_sort_terms(key_bytes, int(payload), value_bytes), length)
     if not isinstance(length, int):
         return merge
     carried = 0 if payload == 0 else (value_bytes if payload == 2 else 4)  # (int32 positions)
-    rows = 1 if one_row else 2  # (2: any count of rows above one)
-    if not _cpu.sort_takes_radix(sort_method(), key_bytes, carried, rows, length, integer_keys):
-        return merge
-    if one_row:
-        radix = _cpu.radix_workspace_elements(key_bytes, carried, 1, length, direct)
-    else:
-        radix = _cpu.radix_workspace_per_row(key_bytes, carried, length, direct)
+    radix = _cpu.sort_radix_workspace_per_row(int(method), key_bytes, carried,
+                                              -1 if rows is None else rows, length)
     return max(merge, int(radix))
 
 
-def sort_takes_direct_radix(
-    key_bytes: int, payload: int, value_bytes: int, length: DimSize, *, rows: int | None,
-    integer_keys: bool, descending: bool,
-) -> bool:
-    """Whether a CUDA sort of `rows` rows (their static count; None where the batch shape is
-    symbolic) takes the direct radix sort (tuning.h radix_direct: one row of 2-, 4- or 8-byte
-    integer keys alone, or of 2 or 4 bytes with 4-byte values ascending; rows of 2-byte integer
-    keys alone, fewer than 2^31 keys in all; under the current sort_method()): its spare buffers
-    are then empty, CUB's being in the workspace that sort_workspace_per_row(direct=True) gives
-    it, so no call holds two spare arrays."""
-    if not isinstance(length, int) or not isinstance(rows, int):
-        return False
-    if key_bytes == 2 and not short_keys_onesweep():
-        return False
-    return bool(_cpu.sort_takes_direct_radix(sort_method(), integer_keys, key_bytes, int(payload),
-                                             value_bytes, descending, rows, length))
+def resolve_sort_method(
+    platform: str, key_bytes: int, payload: int, value_bytes: int, length: DimSize, *,
+    rows: int | None, integer_keys: bool, descending: bool,
+) -> SortMethod:
+    """The method a sort call is lowered with, resolved once (sort_method.h): on "cuda" from the
+    knob sort_method() (resolve_sort_method: the merge sort, the radix path, its direct sort,
+    ADAPTIVE where the length is symbolic), on "cpu" the CPU sort's own choice
+    (resolve_cpu_sort_method; the knob is the CUDA sort's). `rows`: the static count of batch
+    rows, None where the batch shape is symbolic; a call of several rows may run on a shard of
+    fewer, and the method holds for any (sort_method.h). RADIX_DIRECT calls leave their spare
+    buffers empty (CUB's are in the workspace sort_workspace_per_row gives them)."""
+    static_length = length if isinstance(length, int) else -1
+    if platform == "cpu":
+        return SortMethod(_cpu.resolve_cpu_sort_method(key_bytes, integer_keys, static_length))
+    return SortMethod(_cpu.resolve_sort_method(
+        sort_method(), key_bytes, int(payload), value_bytes, integer_keys, descending,
+        -1 if rows is None else rows, static_length, short_keys_onesweep(),
+    ))
 
 
 def short_keys_onesweep() -> bool:
     """Whether the CUDA module's CUB sorts 2-byte keys by onesweep (every architecture built is
-    sm_90 or newer), where tuning.h's bound holds their direct radix sort; without the module
-    (a lowering for export on a machine without it), the default build's sm_90."""
+    sm_90 or newer), where tuning/workspace.h's bound holds their direct radix sort; without the
+    module (a lowering for export on a machine without it), the default build's sm_90."""
     return _cuda is None or bool(_cuda.short_keys_onesweep())
 
 
-# How the CUDA sort runs (tuning.h SortMethod): "auto" takes the radix path where tuning.h
-# measured it faster (one-byte keys' counting sort or scatter, CUB's radix sort of one row of
-# 2- or 4-byte keys), "merge" forces the merge sort, "radix" the radix path wherever it can run.
-# Both give the same bits. Read when a call is lowered, so a change reaches calls traced
-# afterwards; for benchmarks and the bit-identity tests: set JAX_MERGEPATH_SORT_METHOD or use
-# `forced_sort_method`.
-SORT_METHODS = {"auto": 0, "merge": 1, "radix": 2}
+# The user's knob, an input to the resolution: "auto" (ADAPTIVE, before resolution: the radix
+# path where tuning/radix.h measured it faster: one-byte keys' counting sort or scatter, CUB's
+# radix sort of one row of 2-, 4- or 8-byte keys or of rows of 2-byte keys), "merge" forces the
+# merge sort, "radix" the radix path wherever it can run. All give the same bits. Read when a call
+# is lowered, so a change reaches calls traced afterwards; for benchmarks and the bit-identity
+# tests: set JAX_MERGEPATH_SORT_METHOD or use `forced_sort_method`. The CPU sort keeps its own
+# choice.
+SORT_METHODS = {
+    "auto": SortMethod.ADAPTIVE, "merge": SortMethod.MERGE, "radix": SortMethod.RADIX,
+}
 _sort_method = os.environ.get("JAX_MERGEPATH_SORT_METHOD", "auto")
 
 
 def sort_method() -> int:
-    """The SortMethod the sort lowering passes to its FFI call."""
+    """The knob's SortMethod (ADAPTIVE, MERGE or RADIX), which resolve_sort_method resolves."""
     if _sort_method not in SORT_METHODS:
         raise ValueError(
             f"JAX_MERGEPATH_SORT_METHOD={_sort_method!r}: expected one of {sorted(SORT_METHODS)}"
         )
-    return SORT_METHODS[_sort_method]
+    return int(SORT_METHODS[_sort_method])
 
 
 @contextlib.contextmanager

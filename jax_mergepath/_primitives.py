@@ -17,9 +17,10 @@ is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
 sort_p(keys, *values, descending, payload, keys_needed=True) -> [keys, payload_out?]: keys
   (*B, d); payload NONE, INDEX (int32 positions: argsort) or VALUE (values (*B, d), moved with
   the keys); keys_needed=False: the sorted keys are dropped by the caller (the CUDA radix path
-  then leaves them unwritten: unspecified). The lowering
-  adds the workspace as results: spare keys, spare payload (both empty for the CUDA direct radix
-  sort, whose spares are in its workspace), one uint8 a row (and the CUDA partition splits).
+  then leaves them unwritten: unspecified). The lowering resolves the call's method once
+  (_ffi.resolve_sort_method: the attribute `method`) and adds the workspace as results: spare
+  keys, spare payload (both empty for the CUDA method RADIX_DIRECT, whose spares are in its
+  workspace), one uint8 a row (and the CUDA partition splits).
 searchsorted_p(a, v, right, sorted_v) -> i: a (*B, n) sorted, v (*B, q); i int32 (*B, q).
 """
 
@@ -262,8 +263,8 @@ sort_p.def_impl(_eager_impl(sort_p))
 
 
 def _sort_workspace(ctx, payload: int, spares_empty: bool = False) -> list:
-    """Spare keys and payload (the passes' ping-pong halves; empty where the CUDA sort takes the
-    direct radix sort) and one flag byte a row."""
+    """Spare keys and payload (the passes' ping-pong halves; empty for the method RADIX_DIRECT,
+    whose spares are in the partition workspace) and one flag byte a row."""
     keys = ctx.avals_in[0]
     shape = (*keys.shape[:-1], 0) if spares_empty else keys.shape
     spare = [ShapedArray(shape, keys.dtype)]
@@ -272,32 +273,39 @@ def _sort_workspace(ctx, payload: int, spares_empty: bool = False) -> list:
     return [*spare, ShapedArray((*keys.shape[:-1], 1), np.uint8)]
 
 
+def _sort_method(ctx, platform: str, descending: bool, payload: int):
+    """The call's method, resolved once (_ffi.resolve_sort_method), and its sizes: (method, rows,
+    (key bytes, payload, value bytes, length))."""
+    keys = ctx.avals_in[0]
+    batch = keys.shape[:-1]
+    rows = math.prod(batch) if all(isinstance(d, int) for d in batch) else None
+    shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
+    method = _ffi.resolve_sort_method(
+        platform, *shape, rows=rows, integer_keys=keys.dtype.kind in "biu", descending=descending
+    )
+    return method, rows, shape
+
+
 def _sort_cpu_lowering(ctx, *args, descending, payload, keys_needed=True):
+    method, _, _ = _sort_method(ctx, "cpu", descending, payload)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=tuple(_sort_workspace(ctx, payload)),
         num_batch_dims=batch_dims_of(ctx.avals_in[0]), descending=descending,
-        payload=np.int64(payload), method=np.int64(_ffi.sort_method()), keys_needed=keys_needed,
+        payload=np.int64(payload), method=np.int64(method), keys_needed=keys_needed,
     )
 
 
 def _sort_cuda_lowering(ctx, *args, descending, payload, keys_needed=True):
     _ffi.require_cuda_target("jmp_sort", "sort")
     keys = ctx.avals_in[0]
-    batch = keys.shape[:-1]
-    rows = math.prod(batch) if all(isinstance(d, int) for d in batch) else None
-    shape = (keys.dtype.itemsize, payload, _value_bytes(payload, ctx.avals_in[-1]), keys.shape[-1])
-    integer_keys = keys.dtype.kind in "biu"
-    direct = _ffi.sort_takes_direct_radix(
-        *shape, rows=rows, integer_keys=integer_keys, descending=descending
-    )
-    per_row = _ffi.sort_workspace_per_row(
-        *shape, one_row=rows == 1, integer_keys=integer_keys, direct=direct
-    )
+    method, rows, shape = _sort_method(ctx, "cuda", descending, payload)
+    per_row = _ffi.sort_workspace_per_row(*shape, method=method, rows=rows)
     splits = ShapedArray((*keys.shape[:-1], per_row), np.int32)
-    workspace = (*_sort_workspace(ctx, payload, spares_empty=direct), splits)
+    spares_empty = method == _ffi.SortMethod.RADIX_DIRECT
+    workspace = (*_sort_workspace(ctx, payload, spares_empty=spares_empty), splits)
     return ffi_call(
         ctx, "jmp_sort", *args, workspace=workspace, num_batch_dims=batch_dims_of(keys),
-        descending=descending, payload=np.int64(payload), method=np.int64(_ffi.sort_method()),
+        descending=descending, payload=np.int64(payload), method=np.int64(method),
         keys_needed=keys_needed,
     )
 

@@ -9,11 +9,11 @@ Until --seconds run out, each case draws (from its own seed, CASE_SEED = seed * 
 public function (merge, merge_by_key, merge_runs, co_rank, is_sorted, sort, argsort, sort_by_key,
 lax_sort, searchsorted), a supported key dtype (docs/contract.md), a direction, an axis, leading
 batch dims (also mapped by jax.vmap, nested, with random in_axes and unbatched operands), sizes
-around the tiles of tuning.h (read from the native module) and occasionally a large one
-(2^18..2^max_log2 elements; the quad passes need --max-log2 24 for 8-byte elements (argsort of
-4-byte keys, 8-byte keys) and 26 for 4-byte keys alone, the partition's thread search 25), and a
-key pattern (random, few distinct, all equal, edge values: NaNs, +-0.0, +-inf, subnormals, int
-min/max; sorted, reversed, skewed or disjoint merges). Checks:
+around the tiles of tuning/merge.h and tuning/sort.h (read from the native module) and
+occasionally a large one (2^18..2^max_log2 elements; the quad passes need --max-log2 24 for 8-byte
+elements (argsort of 4-byte keys, 8-byte keys) and 26 for 4-byte keys alone, the partition's thread
+search 25), and a key pattern (random, few distinct, all equal, edge values: NaNs, +-0.0, +-inf,
+subnormals, int min/max; sorted, reversed, skewed or disjoint merges). Checks:
 - sorted (or unconstrained) inputs: the same jitted function on jax.devices("cpu")[0] and on the
   GPU gives bit-identical outputs (every leaf; dtype and shape too), and on a sample of cases
   (every case with --cpu-only or --replay) the CPU result equals a numpy reference built on stable
@@ -94,7 +94,8 @@ UNSORTED_PATTERNS = ("random", "few", "special", "swaps", "reverse")
 SORT_PATTERNS = (*PATTERNS, "plain", "sparse")
 
 
-# ----------------------------------------------------------------------------- tiles (tuning.h)
+# ----------------------------------------------------------------------------- tiles
+# (tuning/merge.h, tuning/sort.h)
 
 PAYLOAD_NONE, PAYLOAD_INDEX, PAYLOAD_VALUE, PAYLOAD_RANKS_B = 0, 1, 2, 4
 

@@ -109,8 +109,8 @@ def sort_cases(rng: np.random.Generator) -> None:
         check(jmp.sort(np.sort(x, axis=-1)), np.sort(x, axis=-1), "presorted")
     pass_cases(rng)
     radix_cases(rng)
-    # The wide block sorts (tuning.h sort_takes_wide_tile): 4-byte keys alone (integers, floats)
-    # in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
+    # The wide block sorts (tuning/sort.h sort_takes_wide_tile): 4-byte keys alone (integers,
+    # floats) in rows of 13 levels; float tiles without NaN and -0.0 (plain compares, the min / max
     # network) and, in row 1, tiles with a -0.0 (the NaN-last order).
     wide = rng.integers(-(2**31), 2**31, (3, 3 * 2**23 + 7)).astype(np.int32)
     check(jmp.sort(wide), np.sort(wide, axis=-1), "wide block sort")
@@ -124,7 +124,7 @@ def sort_cases(rng: np.random.Generator) -> None:
 
 
 def pass_cases(rng: np.random.Generator) -> None:
-    # Quad and eight-way passes (tuning.h sort_pass_factor; merge sorts forced: as dispatched,
+    # Quad and eight-way passes (tuning/sort.h sort_pass_factor; merge sorts forced: as dispatched,
     # the 4-byte ones take CUB's radix sort): argsort of int32 keys (4 + 4 bytes), 2^24 + 3
     # keys, 12 levels after the wide 5888-key tile: four eight-way passes; argsort of int64 keys
     # (8 + 4 bytes) descending, 2^24 + 5 keys, 11 levels after the 8704-key tile: a quad, then
@@ -153,8 +153,8 @@ def pass_cases(rng: np.random.Generator) -> None:
 
 
 def radix_cases(rng: np.random.Generator) -> None:
-    """The radix path (tuning.h): CUB's with a float fix-up, CUB's direct with a reversal (4- and
-    8-byte keys); one-byte keys' counting sort, a block a row and in tiles (one long row;
+    """The radix path (tuning/radix.h): CUB's with a float fix-up, CUB's direct with a reversal
+    (4- and 8-byte keys); one-byte keys' counting sort, a block a row and in tiles (one long row;
     unaligned rows), and counting scatter; CUB's segmented sort of rows of 2-byte keys."""
     with _ffi.forced_sort_method("radix"):
         f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)

@@ -1,6 +1,6 @@
 """The sort family's floor grid: every cell timed as the merge sort alone (forced), as the radix
-sort alone (forced, where it can run), as dispatched (tuning.h's thresholds), and as the fastest
-XLA spelling of the same call, in one process on one device, alternating, the median of
+sort alone (forced, where it can run), as dispatched (tuning/radix.h's thresholds), and as the
+fastest XLA spelling of the same call, in one process on one device, alternating, the median of
 `--rounds` rounds (user-visible: back-to-back jitted calls, blocked once a round).
 
     python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING] [--kernel]
@@ -15,13 +15,13 @@ single runs move by more than the floor's margin.
 Cells: 1-D sort / argsort of 11 key dtypes at 2^12, 2^16, 2^18, 2^19, 2^20 and 2^24 keys,
 sort_by_key with a float32 payload, 2^27 32-bit keys, presorted keys, rows (4096 x 256,
 256 x 65536, 2^16 x 64) of 7 key dtypes, and rows of 2048, 8192 and 16384 int16 / float16 keys
-(around tuning.h kSegmentedRadixMinLength). The XLA spellings: sort `jnp.sort`; argsort
+(around tuning/radix.h kSegmentedRadixMinLength). The XLA spellings: sort `jnp.sort`; argsort
 `lax.sort((x, iota int32), num_keys=1)` (then `astype(int64)` where ours returns int64, x64 on);
 sort_by_key `lax.sort((k, v), num_keys=1)`. Each cell first checks that the forced merge and
 radix sorts agree bit for bit. On the CPU (which ignores the method) "merge" is the CPU sort as
-dispatched: its merge sort, or its integer radix path (tuning.h cpu_sort_takes_radix). Prints a
+dispatched: its merge sort, or its integer radix path (tuning/cpu.h cpu_sort_takes_radix). Prints a
 line a cell (with --kernel also each variant's kernel time from a profiler trace and its largest
-events) and writes the JSON from which docs/performance.md's radix table and tuning.h's
+events) and writes the JSON from which docs/performance.md's radix table and tuning/radix.h's
 thresholds come (perf/README.md).
 """
 
@@ -52,7 +52,7 @@ DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "
 DTYPES_ROWS = ["int8", "int16", "float16", "int32", "float32", "int64", "float64"]
 SIZES_1D = [12, 16, 18, 19, 20, 24]
 ROWS = [(4096, 256), (256, 65536), (65536, 64)]
-# rows of 2-byte keys around tuning.h kSegmentedRadixMinLength (CUB's segmented sort)
+# rows of 2-byte keys around tuning/radix.h kSegmentedRadixMinLength (CUB's segmented sort)
 ROWS_2BYTE = [(8192, 2048), (2048, 8192), (1024, 16384)]
 
 

@@ -18,7 +18,7 @@ from reference import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
 
-# Merge tiles, read from the native module (tuning.h's merge_shape: threads x items by key and
+# Merge tiles, read from the native module (tuning/merge.h's merge_shape: threads x items by key and
 # payload bytes). Rows up to a tile long are packed (at most 256 per tile); longer rows are cut
 # into tiles. Output lengths around 1 and 2 tiles, +-1.
 DIRECTIONS = [False, True]  # descending=False / True, for parametrize

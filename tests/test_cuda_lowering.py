@@ -83,6 +83,30 @@ def test_vmap_lowers_to_one_cuda_call():
     assert "while" not in text
 
 
+def test_vmap_of_a_sort_lowers_one_call_with_the_batched_method():
+    # The method is resolved once at lowering for the call's rows (sort_method.h): one row of
+    # 2^20 int32 keys takes the direct radix sort (its spares empty), the same rows under vmap
+    # the merge sort (CUB's radix sort runs one row; a batch may run on shards of any rows), and
+    # rows of 2^15 int16 keys CUB's segmented sort, direct.
+    M = _ffi.SortMethod
+
+    def method_and_spares(fn, x):
+        text = cuda_module_text(fn, x)
+        assert custom_calls(text) == ["jmp_sort"]
+        (method,) = re.findall(r"method = (\d+) : i64", text)
+        empty = "x".join(str(d) for d in (*x.shape[:-1], 0))  # (spares shaped (*batch, 0))
+        return int(method), f"tensor<{empty}x{x.dtype.name.replace('int', 'i')}>" in text
+
+    row = jnp.zeros((2**20,), jnp.int32)
+    assert method_and_spares(jmp.sort, row) == (M.RADIX_DIRECT, True)
+    assert method_and_spares(jax.vmap(jmp.sort), jnp.zeros((8, 2**20), jnp.int32)) == (
+        M.MERGE, False)
+    assert method_and_spares(jax.vmap(jmp.sort), jnp.zeros((4, 2**15), jnp.int16)) == (
+        M.RADIX_DIRECT, True)
+    assert method_and_spares(jax.vmap(jmp.argsort), jnp.zeros((4, 2**15), jnp.int16)) == (
+        M.RADIX, False)
+
+
 def test_handler_rejects_inconsistent_operands_with_a_named_error():
     # Mismatched value dtypes pass abstract evaluation but the FFI handler refuses them: the
     # error must surface as JaxRuntimeError naming the operation, not crash the process.

@@ -225,6 +225,33 @@ def test_cuda_export_of_a_symbolic_merge_carries_its_workspace():
     assert "indices_of_shape_operands" in call
 
 
+def test_cuda_export_of_a_symbolic_sort_resolves_what_it_can():
+    # The sort's method is resolved at lowering (sort_method.h): a symbolic length leaves it
+    # ADAPTIVE (the launcher decides from the run-time shape; the workspace is the merge sort's
+    # bound, the spares given), a symbolic count of rows of a static length is decided as for
+    # any count of rows (never the direct sort: that needs the count), a concrete one may go
+    # direct; the forced knobs pass through.
+    M = _ffi.SortMethod
+
+    def method(specs, shapes, dtype=jnp.int16, knob="auto"):
+        args = export.symbolic_args_specs((jax.ShapeDtypeStruct(specs, dtype),), shapes)
+        with _ffi.forced_sort_method(knob):
+            text = export.export(
+                jax.jit(lambda a: jmp.sort(a)), platforms=["cuda"], disabled_checks=CHECKS
+            )(*args).mlir_module()
+        call = next(line for line in text.splitlines() if "custom_call @jmp_sort" in line)
+        return int(re.search(r"method = (\d+) : i64", call).group(1)), call
+
+    got, call = method((4, 2**15), "b, n")
+    assert got == M.ADAPTIVE
+    assert re.search(r"tensor<\?x\?xi16>, tensor<\?x1xui8>, tensor<\?x\?xi32>", call), call
+    assert method((4, 2**15), ("b, 32768",))[0] == M.RADIX  # (CUB's segmented sort, not direct)
+    assert method((4, 2**15), ("4, 32768",))[0] == M.RADIX_DIRECT
+    assert method((4, 1000), ("b, 1000",))[0] == M.MERGE
+    assert method((2**20,), "n", jnp.float32, "radix")[0] == M.RADIX
+    assert method((2**20,), "n", jnp.float32, "merge")[0] == M.MERGE
+
+
 def test_export_needs_the_disabled_checks():
     a = jnp.arange(5, dtype=jnp.int32)
     with pytest.raises(ValueError, match="custom calls"):
@@ -263,8 +290,8 @@ def test_mismatched_symbolic_batch_dims_raise_at_trace_time():
 
 
 # The CUDA workspaces are sized per row by one formula for concrete and symbolic lengths
-# (_ffi.py, tuning.h's bounds; tests/test_tuning.py checks them against the exact sizes): a
-# symbolic export evaluates it at run time to what the concrete lowering computes.
+# (_ffi.py, tuning/workspace.h's bounds; tests/test_tuning.py checks them against the exact sizes):
+# a symbolic export evaluates it at run time to what the concrete lowering computes.
 @pytest.mark.parametrize(
     ("per_row", "key_bytes", "payload", "value_bytes"),
     [

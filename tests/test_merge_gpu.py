@@ -205,7 +205,7 @@ def test_cpu_gpu_bit_identical(rng, dtype, descending):
 
 @pytest.mark.parametrize("d", [2, 3, 5, 16, 17, 33])
 def test_is_sorted_rows_across_chunks(rng, d):
-    """The GPU checks the flattened rows in chunks of 16 keys (search_kernels.cu), a thread
+    """The GPU checks the flattened rows in chunks of 16 keys (kernels/query_kernels.cuh), a thread
     clearing each row's flag once: rows shorter than a chunk, rows ending inside one, and one
     out-of-order pair anywhere in a row (its first, its last) flag exactly that row; sorted rows
     stay sorted although every row's last key exceeds the next row's first."""
@@ -227,8 +227,8 @@ def test_is_sorted_rows_across_chunks(rng, d):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.int64], ids=dtype_id)
 def test_cpu_gpu_bit_identical_many_boundaries(rng, dtype):
-    """More than 4096 tile boundaries (tuning.h kWarpSearchMaxBoundaries: 4096): the GPU
-    partition takes its thread-per-boundary path (ffi/cuda/partition.cuh). Ragged rows, both
+    """More than 4096 tile boundaries (tuning/merge.h kWarpSearchMaxBoundaries: 4096): the GPU
+    partition takes its thread-per-boundary path (ffi/cuda/kernels/partition.cuh). Ragged rows, both
     directions, indices, and merge_runs."""
     rows, m, n = 512, 24000, 20000
     assert rows * ((m + n) // max(MERGE_TILES) + 1) > 4096

@@ -82,14 +82,14 @@ def test_gpu_tile_sweep(rng, dtype, descending):
 
 
 # Merge sorts (forced: as dispatched, most of these take the radix path) of 4- or 8-byte keys,
-# alone or with argsort's positions, that move at least tuning.h's quad_min_bytes a pass merge
+# alone or with argsort's positions, that move at least tuning/sort.h's quad_min_bytes a pass merge
 # four runs a pass (quad passes): an even count of two-way levels after the block sort, or an odd
 # one (a two-way pass first; or, 4-byte keys alone or with 4-byte payloads, the wide block sort's
 # tile where it leaves fewer passes), quads of one to three runs (a row's last), sorted rows that
 # skip every pass, both directions; keys alone (4 and 8 bytes), argsort (keys with int32
 # positions: 4 + 4 and 8 + 4 bytes) and sort_by_key (4 + 4 bytes). Elements over 4 bytes merge
-# eight runs a pass instead (eight-way passes, tuning.h sort_pass_factor: after a quad pass or a
-# two-way pass where the levels are not a multiple of three: "8w", "q + 8w", "2 + 8w" below),
+# eight runs a pass instead (eight-way passes, tuning/sort.h sort_pass_factor: after a quad pass or
+# a two-way pass where the levels are not a multiple of three: "8w", "q + 8w", "2 + 8w" below),
 # groups of one to seven runs at a row's end.
 _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
@@ -185,13 +185,13 @@ def test_gpu_lax_sort_and_searchsorted(rng):
 
 
 def test_gpu_searchsorted_around_the_ranks_tile(rng):
-    """sorted_v=True merges a with the queries on searchsorted's own tile (tuning.h
+    """sorted_v=True merges a with the queries on searchsorted's own tile (tuning/merge.h
     merge_shape_for, ranks payload): outputs around one and two tiles, rows packed into tiles,
     one merge whose tiles split themselves (under merge_splits_in_tiles' bound) and one that
     takes the partition pass (over it)."""
     threads, items, min_blocks = _cpu.merge_shape_for(4, 4, 0)  # int32 keys, ranks of B
     tile = threads * items
-    # tuning.h merge_searching_tiles_most: kSelfSplitMaxWaves (4) waves on the device's SMs
+    # tuning/merge.h merge_searching_tiles_most: kSelfSplitMaxWaves (4) waves on the device's SMs
     self_split_tiles = max(4 * jax.devices()[0].core_count * min_blocks, 1024)
     totals = (tile - 1, tile, tile + 1, 2 * tile + 1, (self_split_tiles - 7) * tile + 3,
               (self_split_tiles + 300) * tile + 1)
@@ -210,8 +210,8 @@ def test_gpu_searchsorted_around_the_ranks_tile(rng):
                                    np.float64], ids=dtype_id)  # fmt: skip
 def test_gpu_searchsorted_short_rows(rng, dtype):
     """Batched sorted-query searches of rows up to half the ranks tile run the rows kernel, several
-    rows a block (tuning.h merge_is_packed); longer rows stay tiled. Row lengths around that bound
-    (queries + a), tiny rows, queries longer than a, an empty a, both sides, against the
+    rows a block (tuning/merge.h merge_is_packed); longer rows stay tiled. Row lengths around that
+    bound (queries + a), tiny rows, queries longer than a, an empty a, both sides, against the
     reference; the CPU gives the same bits."""
     threads, items, _ = _cpu.merge_shape_for(np.dtype(dtype).itemsize, 3, 0)  # ranks of A
     half = threads * items // 2

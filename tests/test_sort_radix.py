@@ -1,7 +1,7 @@
-# The CUDA sort's radix path (tuning.h "radix path", ffi/cuda/radix_sort.cuh) against the merge
-# sort, bit for bit: every key dtype (the narrow and sub-byte ones through their order keys),
-# both directions, keys alone / argsort / a 4-byte value / a pytree payload, inputs with -0.0,
-# +0.0 and NaN payloads of both signs (the float fix-up) and ties, sizes from the radix path's
+# The CUDA sort's radix path (tuning/radix.h "radix path", ffi/cuda/kernels/radix_sort.cuh) against
+# the merge sort, bit for bit: every key dtype (the narrow and sub-byte ones through their order
+# keys), both directions, keys alone / argsort / a 4-byte value / a pytree payload, inputs with
+# -0.0, +0.0 and NaN payloads of both signs (the float fix-up) and ties, sizes from the radix path's
 # shortest row to several encode tiles. On the GPU each call is lowered three times: forced
 # merge, forced radix, as dispatched. On every machine: the method reaches the FFI call, the CPU
 # ignores it, and the workspace bound holds the radix path's; on the GPU CUB's own size query
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -32,8 +33,8 @@ import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 
 # Sizes: the radix path's shortest row + 1, a ragged encode tile, several tiles, one large.
-SHORTEST = 1024  # tuning.h kRadixShortestRow
-TILE = 4096  # tuning.h kRadixEncodeTile
+SHORTEST = 1024  # tuning/radix.h kRadixShortestRow
+TILE = 4096  # tuning/radix.h kRadixEncodeTile
 SIZES = [SHORTEST + 1, 5 * TILE - 7, 2**17 + 11]
 NARROW = [jnp.dtype(d) for d in ("float8_e4m3fn", "float8_e5m2", "int4")]
 
@@ -59,15 +60,96 @@ def _same_three_ways(fn: Callable, *args: Any, what: str) -> Any:
     return merge
 
 
-def test_method_reaches_the_ffi_call():
-    x = jnp.arange(8, dtype=jnp.float32)
-    for method, code in _ffi.SORT_METHODS.items():
-        with _ffi.forced_sort_method(method):
-            text = jax.jit(lambda a: jmp.sort(a)).lower(x).as_text()
-        assert f"method = {code} : i64" in text, (method, text[:2000])
+def _lowered_method(fn: Callable, *args: Any, platform: str = "cuda") -> int:
+    """The FFI attribute `method` of fn's one sort call, lowered for `platform` (through
+    jax.export: no GPU needed)."""
+    text = jax.export.export(
+        jax.jit(fn), platforms=[platform], disabled_checks=_ffi.export_disabled_checks()
+    )(*args).mlir_module()
+    found = re.findall(r"method = (\d+) : i64", text)
+    assert len(found) == 1, text[:3000]
+    return int(found[0])
+
+
+def test_the_lowering_passes_the_resolved_method():
+    # The method is chosen once, at lowering (sort_method.h resolve_sort_method), from the
+    # knob: for one row of 2^20 float32 keys, auto and radix give the radix path, merge the
+    # merge sort; short rows the merge sort under auto; int32 keys alone the direct sort; a
+    # symbolic length ADAPTIVE (the launcher decides), or the knob's RADIX; the CPU its own
+    # choice whatever the knob.
+    M = _ffi.SortMethod
+    big = jax.ShapeDtypeStruct((2**20,), jnp.float32)
+    small = jax.ShapeDtypeStruct((4096,), jnp.float32)
+    ints = jax.ShapeDtypeStruct((2**20,), jnp.int32)
+    (n,) = jax.export.symbolic_shape("n")
+    symbolic = jax.ShapeDtypeStruct((n,), jnp.float32)
+    want = {
+        "auto": (M.RADIX, M.MERGE, M.RADIX_DIRECT, M.ADAPTIVE),
+        "merge": (M.MERGE, M.MERGE, M.MERGE, M.MERGE),
+        "radix": (M.RADIX, M.RADIX, M.RADIX_DIRECT, M.RADIX),
+    }
+    for knob, methods in want.items():
+        with _ffi.forced_sort_method(knob):
+            got = tuple(_lowered_method(lambda a: jmp.sort(a), x)  # (fresh: lowerings cache)
+                        for x in (big, small, ints, symbolic))
+            cpu = (_lowered_method(lambda a: jmp.sort(a), big, platform="cpu"),
+                   _lowered_method(lambda a: jmp.sort(a), ints, platform="cpu"),
+                   _lowered_method(lambda a: jmp.sort(a), symbolic, platform="cpu"))
+        assert got == methods, (knob, got)
+        assert cpu == (M.MERGE, M.RADIX, M.ADAPTIVE), (knob, cpu)
     with pytest.raises(ValueError, match="method"):
         with _ffi.forced_sort_method("quick"):
             pass
+
+
+def _one_row_shards_that_moved(key_bytes: int, payload: int) -> list[tuple]:
+    """Batched calls (several rows, or a symbolic count) whose method, read at a shard of
+    several rows, gives the launcher's choice of the knob at those rows (the behaviour before
+    the method was resolved at lowering), and the one-row shards where the two differ, as
+    (knob, integer keys, n, per-row workspace)."""
+    M = _ffi.SortMethod
+    carried = 4 if payload else 0
+    moved = []
+    for n in (SHORTEST + 1, 4096, 2**14, 2**16, 2**18, 2**19, 2**20, 2**22, 2**27):
+        for knob, integer in ((k, i) for k in ("auto", "radix") for i in (False, True)):
+            code = _ffi.SORT_METHODS[knob]
+            for rows in (2, 3, 64, None):
+                with _ffi.forced_sort_method(knob):
+                    method = _ffi.resolve_sort_method("cuda", key_bytes, payload, 4, n,
+                                                      rows=rows, integer_keys=integer,
+                                                      descending=False)
+                    per_row = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
+                                                          method=method, rows=rows)
+                for shard in sorted({1, 2, rows or 64}):
+                    # (before, a call with empty spares, RADIX_DIRECT now, ran as forced radix)
+                    knob_code = _ffi.SortMethod.RADIX if method == M.RADIX_DIRECT else code
+                    before = _cpu.sort_takes_radix(knob_code, key_bytes, carried, shard, n,
+                                                   integer)
+                    now = _cpu.sort_takes_radix(int(method), key_bytes, carried, shard, n,
+                                                integer)
+                    if shard > 1 or method == M.RADIX_DIRECT:
+                        assert now == before, (knob, integer, n, rows, shard, method)
+                    elif now != before:
+                        moved.append((knob, integer, n, per_row))
+    return moved
+
+
+@pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
+@pytest.mark.parametrize("payload", [0, 1, 2])
+def test_batched_methods_hold_for_every_shard(key_bytes, payload):
+    # A call lowered with several rows may run on a shard of fewer (batch partitioning); its
+    # method, read by the launcher at the shard's rows (sort_takes_radix), gives the choices
+    # the launcher made when it decided from the run-time rows alone, at every shard of several
+    # rows. A one-row shard may read it otherwise, where the one-row radix path cannot fit the
+    # batched workspace a row, so it merge-sorts either way: the counting scatter's need here
+    # (one-byte keys alone decide alike at any count of rows), CUB's on the GPU
+    # (test_moved_one_row_shards_decline_cub).
+    moved = _one_row_shards_that_moved(key_bytes, payload)
+    if key_bytes == 1 and payload == 0:
+        assert not moved
+    for knob, _, n, per_row in moved:
+        if key_bytes == 1:  # the counting scatter: 256 counts a tile of 4096 keys, 256 totals
+            assert per_row < _cpu.radix_workspace_elements(1, 4, 1, n, False), (knob, n)
 
 
 def test_cpu_ignores_the_method(rng):
@@ -90,46 +172,41 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
         assert merge >= _cpu.sort_partition_elements(key_bytes, payload, 4, 1, n)
         radix = _cpu.radix_workspace_elements(key_bytes, carried, 1, n, False)
         direct = _cpu.radix_workspace_elements(key_bytes, carried, 1, n, True)
+        M = _ffi.SortMethod
         for method, integer in ((m, i) for m in ("auto", "merge", "radix") for i in (False, True)):
             code = _ffi.SORT_METHODS[method]
             takes = _cpu.sort_takes_radix(code, key_bytes, carried, 1, n, integer)
+            rows_take = _cpu.sort_takes_radix(code, key_bytes, carried, 2, n, integer)
             for descending in (False, True):
                 with _ffi.forced_sort_method(method):
-                    one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, one_row=True,
-                                                      integer_keys=integer)
-                    goes = _ffi.sort_takes_direct_radix(key_bytes, payload, 4, n, rows=1,
-                                                        integer_keys=integer,
-                                                        descending=descending)
-                    batched = _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, rows=2, integer_keys=integer,
-                        descending=descending)
-                    # (a symbolic count of rows, or 2^31 keys or more in all: the spares stay)
-                    assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, rows=None, integer_keys=integer,
-                        descending=descending)
-                    assert not _ffi.sort_takes_direct_radix(
-                        key_bytes, payload, 4, n, rows=-(-2**31 // n), integer_keys=integer,
-                        descending=descending)
-                    one_direct = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
-                                                             one_row=True, integer_keys=integer,
-                                                             direct=True)
+                    def resolve(rows, d=descending, i=integer, n=n):
+                        return _ffi.resolve_sort_method("cuda", key_bytes, payload, 4, n,
+                                                        rows=rows, integer_keys=i, descending=d)
+                    goes, batched = resolve(1), resolve(2)
+                    # (a symbolic count of rows, or 2^31 keys or more in all: never direct)
+                    assert resolve(None) == (M.RADIX if rows_take else M.MERGE)
+                    assert resolve(-(-2**31 // n)) != M.RADIX_DIRECT
+                    one = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n, method=goes,
+                                                      rows=1)
                     per_row = _ffi.sort_workspace_per_row(key_bytes, payload, 4, n,
-                                                          integer_keys=integer, direct=batched)
-                rows_take = _cpu.sort_takes_radix(code, key_bytes, carried, 2, n, integer)
-                segmented = _cpu.radix_workspace_per_row(key_bytes, carried, n, batched)
+                                                          method=batched, rows=2)
+                segmented = _cpu.radix_workspace_per_row(key_bytes, carried, n,
+                                                         batched == M.RADIX_DIRECT)
                 assert per_row == (max(merge, segmented) if rows_take else merge), (method, n)
                 assert segmented == 0 or key_bytes == 2
-                assert one == (max(merge, radix) if takes else merge), (method, n)
-                assert one_direct == (max(merge, direct) if takes else merge), (method, n)
+                assert one == max(merge, {M.MERGE: merge, M.RADIX: radix,
+                                          M.RADIX_DIRECT: direct}[goes]), (method, n)
                 # direct: integer keys of 2, 4 or 8 bytes alone, of 2 or 4 bytes with values
                 # ascending
                 direct_kind = payload == 0 or (payload == 2 and not descending and key_bytes < 8)
                 onesweep = key_bytes != 2 or _ffi.short_keys_onesweep()
                 want = takes and integer and key_bytes in (2, 4, 8) and direct_kind and onesweep
-                assert goes == want, (method, integer, n, descending)
+                assert goes == (M.RADIX_DIRECT if want else M.RADIX if takes else M.MERGE), (
+                    method, integer, n, descending)
                 # batched rows: 2-byte integer keys alone (CUB's segmented sort)
-                assert batched == (rows_take and integer and key_bytes == 2 and payload == 0
-                                   and onesweep), (method, integer, n, descending)
+                want = rows_take and integer and key_bytes == 2 and payload == 0 and onesweep
+                assert batched == (M.RADIX_DIRECT if want else M.RADIX if rows_take
+                                   else M.MERGE), (method, integer, n, descending)
         if key_bytes > 1 and payload != 1:  # CUB's spare buffers, no class counts
             cub = radix - _cpu.radix_count_elements(1, n)
             spares = n * (key_bytes + carried) / 4
@@ -188,7 +265,7 @@ def test_batched_rows_pay_no_radix_workspace():
     with _ffi.forced_sort_method("radix"):
         batched = exported(x).mlir_module()
         single = exported(x[0]).mlir_module()
-        one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, one_row=True)
+        one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, method=_ffi.SortMethod.RADIX, rows=1)
     assert per_row < _cpu.radix_workspace_elements(4, 0, 1, 4096, False) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
@@ -214,7 +291,8 @@ def test_segmented_workspace_per_row_covers_every_count_of_rows(rows, length):
             jax.jit(lambda a: jmp.sort(a, descending=True)), platforms=["cuda"],
             disabled_checks=_ffi.export_disabled_checks(),
         )(x).mlir_module()
-        want = _ffi.sort_workspace_per_row(2, 0, 0, length, integer_keys=True, direct=True)
+        want = _ffi.sort_workspace_per_row(2, 0, 0, length, method=_ffi.SortMethod.RADIX_DIRECT,
+                                           rows=rows)
     assert want >= per_row
     if _ffi.short_keys_onesweep():
         assert f"tensor<{rows}x0xi16>" in text  # (direct: the spares empty)
@@ -288,7 +366,7 @@ INT_DTYPES = [d for d in KEY_DTYPES if d.kind in "biu"]
 @pytest.mark.slow  # (the fast tier's integer sorts run this path too)
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=dtype_id)
 def test_cpu_integer_radix_path(rng, dtype):
-    # tuning.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
+    # tuning/cpu.h cpu_sort_takes_radix: rows from 256 keys (8-byte keys from 2048) take the CPU's
     # radix sort; around both thresholds, rows, one long row, both directions, keys alone /
     # positions / values, and keys sharing digits (the skipped passes) or all equal (none).
     cpu = jax.devices("cpu")[0]
@@ -339,6 +417,28 @@ def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
         if not direct:
             have -= 4 * _cpu.radix_count_elements(rows, n)
         assert need <= have, (rows, n, need, have)
+
+
+@gpu
+@pytest.mark.parametrize("key_bytes", [2, 4, 8])
+@pytest.mark.parametrize("payload", [0, 1, 2])
+def test_moved_one_row_shards_decline_cub(key_bytes, payload):
+    # The one-row shards of batched calls whose resolved method reads otherwise than the knob
+    # did at one row (test_batched_methods_hold_for_every_shard): CUB's one-row sorts, direct
+    # (integer keys it admits) and of order keys, need more than the batched workspace a row, so
+    # the radix path declines there and the shard merge-sorts, before and now.
+    from jax_mergepath import _cuda
+
+    carried = 4 if payload else 0
+    for _, integer, n, per_row in _one_row_shards_that_moved(key_bytes, payload):
+        if key_bytes < 8 and carried in (0, 4):  # (order keys: 2 and 4 bytes have instances)
+            need = _cuda.radix_temp_bytes(key_bytes, payload > 0, False, 1, n)
+            have = 4 * (per_row - _cpu.radix_count_elements(1, n))
+            assert need > have, (integer, n, need, have)
+        direct_kind = payload == 0 or (payload == 2 and key_bytes < 8)
+        if integer and direct_kind:
+            need = _cuda.radix_temp_bytes(key_bytes, payload > 0, True, 1, n)
+            assert need > 4 * per_row, (integer, n, need, per_row)
 
 
 @gpu
@@ -489,8 +589,8 @@ ONE_BYTE = [np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)]
 @pytest.mark.parametrize("dtype", ONE_BYTE, ids=dtype_id)
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
 def test_counting_sort_rows_and_tiles(rng, dtype, descending):
-    # One-byte keys alone (tuning.h counting path): a block a row (batched rows, short rows, one
-    # row of up to a tile), tiles (one row longer than a tile) and the merge sort for a few rows
+    # One-byte keys alone (tuning/radix.h counting path): a block a row (batched rows, short rows,
+    # one row of up to a tile), tiles (one row longer than a tile) and the merge sort for a few rows
     # longer than a tile (counting_shape declines); row lengths that leave every row start
     # unaligned; runs of equal keys (a word of one key), few keys, one key. One row with
     # positions or values: the counting scatter.
@@ -515,7 +615,7 @@ def test_counting_sort_rows_and_tiles(rng, dtype, descending):
             values = np.arange(shape[0], dtype=np.float32) * np.float32(0.5)
             _same_three_ways(lambda a, v: jmp.sort_by_key(a, v, descending=descending), x,
                              values, what=f"sort_by_key {what}")
-    # rows strided over the grid (more rows than tuning.h kCountingMaxRowBlocks), and many
+    # rows strided over the grid (more rows than tuning/radix.h kCountingMaxRowBlocks), and many
     # rows longer than a tile (kCountingManyRows: a block a row)
     for shape in [(2**16 + 3, 4), (128, 2**15 + 3)]:
         x = random_keys(rng, dtype, shape, "random")

@@ -1,11 +1,11 @@
 # The tuning table's arithmetic that only the CUDA kernels run, checked on the host
 # (docs/architecture.md: CPU CI tests the index arithmetic the GPU depends on): the rows kernel's
-# shape (tuning.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for every
-# key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
-# quad_co_rank); which block sort the CUDA sort takes (tuning.h cuda_sort_shape: the wide tile
-# only where it leaves fewer passes); and that the CUDA workspaces' per-row bounds (tuning.h
-# merge_workspace_bound, sort_workspace_bound, as Python evaluates them) are never below the
-# exact sizes the handlers check.
+# shape (tuning/merge.h merge_rows_items + merge_rows_shape) for every row length up to a tile, for
+# every key width and payload kind (merge_shape_for); the quad pass's split search (merge_path.h
+# quad_co_rank); which block sort the CUDA sort takes (tuning/sort.h cuda_sort_shape: the wide tile
+# only where it leaves fewer passes); and that the CUDA workspaces' per-row bounds
+# (tuning/workspace.h merge_workspace_bound, sort_workspace_bound, as Python evaluates them) are
+# never below the exact sizes the handlers check.
 from __future__ import annotations
 
 import math
@@ -15,7 +15,7 @@ import pytest
 
 from jax_mergepath import _cpu, _ffi
 
-MAX_ROWS_PER_BLOCK = 256  # tuning.h kMaxRowsPerTile
+MAX_ROWS_PER_BLOCK = 256  # tuning/merge.h kMaxRowsPerTile
 
 
 def _row_slots(length: int, items: int) -> int:
@@ -24,7 +24,7 @@ def _row_slots(length: int, items: int) -> int:
 
 
 def _rows_fit(length: int, threads: int, items: int) -> bool:
-    """tuning.h merge_rows_shape gives rows of `length` a block at `items` a thread."""
+    """tuning/merge.h merge_rows_shape gives rows of `length` a block at `items` a thread."""
     per_row = math.ceil(length / items)
     return items >= 3 and length <= threads * items - items and per_row <= threads
 
@@ -106,7 +106,7 @@ def test_quad_split_refuses_what_the_kernels_never_pass():
 
 
 def _levels(tile: int, length: int) -> int:
-    """Two-way merge levels after a block sort of `tile` (tuning.h sort_passes)."""
+    """Two-way merge levels after a block sort of `tile` (tuning/sort.h sort_passes)."""
     levels = 0
     while tile << levels < length:
         levels += 1
@@ -200,7 +200,8 @@ def test_sort_workspace_bound_covers_the_exact_size(key_bytes, payload, value_by
     wide = math.prod(_cpu.cuda_sort_shape(key_bytes, carried, 1, 2**29 + 3))
     quads_seen = eights_seen = 0
     tiles = (255 * 33, 255 * 13, 255 * 11, 253 * 21, 253 * 15, 253 * 11)  # quad and eight-way
-    # (tuning.h sort_may_use_eights: keys of 4 or 8 bytes, alone or with 4 bytes, over 4 in all)
+    # (tuning/sort.h sort_may_use_eights: keys of 4 or 8 bytes, alone or with 4 bytes, over 4 in
+    # all)
     may_use_eights = key_bytes >= 4 and carried in (0, 4) and key_bytes + carried > 4
     for length in sorted(_lengths_around(block, merge, wide, *tiles)):
         bound = _ffi.sort_workspace_per_row(key_bytes, payload, value_bytes, length)

@@ -1,6 +1,7 @@
-// cpu_entry.h: the CPU backend's entry points. They run the shared core (merge_path.h,
-// batch_geometry.h, sort_network.h) with the GPU's tile decomposition (tuning.h), spread over
-// host threads. Never throw; inputs are assumed validated by the FFI handler.
+// cpu_entry.h (level: CPU backend): the CPU backend's entry points. They run the shared core
+// (merge_path.h, batch_geometry.h, sort_network.h) with the GPU's tile decomposition
+// (tuning/merge.h, tuning/sort.h), spread over host threads. Never throw; inputs are assumed
+// validated by the FFI handler.
 #pragma once
 
 #include "jax_mergepath/call_args.h"

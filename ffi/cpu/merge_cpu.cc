@@ -1,4 +1,5 @@
-// merge_cpu.cc: the CPU batched merge on the shared core, tile by tile as the GPU does it.
+// merge_cpu.cc (level: CPU backend): the CPU batched merge on the shared core, tile by tile as the
+// GPU does it.
 //
 // The batch (batch_geometry.h: rows, merge_runs rows or the run pairs of a sort pass) is cut
 // into MergePolicy tiles per merge. Host threads take consecutive tiles; where one thread's
@@ -13,10 +14,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu_entry.h"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
-#include "cpu_entry.h"
+#include "jax_mergepath/tuning/cpu.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {
@@ -74,10 +76,10 @@ struct TileWriter {
 };
 
 // Merges one tile whose A range starts at a and B range at b (global memory), through `stage`
-// (2 * kStageSlots slots). A tile without a ragged tail is staged as directed ORDER keys (transformed
-// once per element, a loop the compiler vectorizes) and merged by merge_full with the identity
-// order of unsigned keys, so the serial dependency of a step is compare - select - load; the
-// raw bits of each output are then read from its source. Ragged tiles stage raw keys for
+// (2 * kStageSlots slots). A tile without a ragged tail is staged as directed ORDER keys
+// (transformed once per element, a loop the compiler vectorizes) and merged by merge_full with the
+// identity order of unsigned keys, so the serial dependency of a step is compare - select - load;
+// the raw bits of each output are then read from its source. Ragged tiles stage raw keys for
 // merge_general.
 template <int kStageSlots, typename Traits, typename Put>
 void merge_tile(const typename Traits::Bits* a, const typename Traits::Bits* b,

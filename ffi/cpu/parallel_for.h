@@ -1,7 +1,7 @@
-// parallel_for.h: split [0, count) into contiguous chunks over host threads. Work below
-// `serial_below` units runs on the calling thread (thread start-up costs more than it saves); a
-// call uses at most kMaxHostChunks threads (the knobs: tuning.h kSerialBelow, kMaxHostChunks).
-// Never throws: a chunk whose thread cannot be started runs on the calling thread.
+// parallel_for.h (level: CPU backend): split [0, count) into contiguous chunks over host threads.
+// Work below `serial_below` units runs on the calling thread (thread start-up costs more than it
+// saves); a call uses at most kMaxHostChunks threads (the knobs: tuning/cpu.h kSerialBelow,
+// kMaxHostChunks). Never throws: a chunk whose thread cannot be started runs on the calling thread.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/cpu.h"
 
 namespace jax_mergepath {
 

@@ -1,9 +1,10 @@
-// radix_cpu.h: the CPU sort's integer path: a stable LSD radix sort of one row of integer keys
-// (8-bit digits of their directed order keys: ordering.h, `flip` from order_mask), the payload
-// alongside. Integer order keys are a bijection of the bits, so the result is the merge sort's,
-// bit for bit. Digits every key shares are skipped (one read of the row builds every digit's
-// histogram first); the passes ping-pong between the spare buffers and the outputs so that the
-// last one lands in the outputs. Used by sort_cpu.cc where tuning.h cpu_sort_takes_radix says.
+// radix_cpu.h (level: CPU backend): the CPU sort's integer path: a stable LSD radix sort of one row
+// of integer keys (8-bit digits of their directed order keys: ordering.h, `flip` from order_mask),
+// the payload alongside. Integer order keys are a bijection of the bits, so the result is the merge
+// sort's, bit for bit. Digits every key shares are skipped (one read of the row builds every
+// digit's histogram first); the passes ping-pong between the spare buffers and the outputs so that
+// the last one lands in the outputs. Used by sort_cpu.cc where sort_method.h cpu_sort_takes_radix
+// says.
 #pragma once
 
 #include <algorithm>

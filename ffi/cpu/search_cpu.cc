@@ -1,11 +1,12 @@
-// search_cpu.cc: the CPU's query operations on the shared core: co_rank (one search a query),
-// is_sorted (one scan a row) and searchsorted (a search a query, or one merge path when the
-// queries are sorted: merge_cpu with a ranks payload).
+// search_cpu.cc (level: CPU backend): the CPU's query operations on the shared core: co_rank (one
+// search a query), is_sorted (one scan a row) and searchsorted (a search a query, or one merge path
+// when the queries are sorted: merge_cpu with a ranks payload).
 #include <cstdint>
 
-#include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
 #include "cpu_entry.h"
+#include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning/cpu.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {

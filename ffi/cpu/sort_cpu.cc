@@ -1,5 +1,6 @@
-// sort_cpu.cc: the CPU mergesort, the GPU's decomposition run by host threads; rows of integer
-// keys long enough (tuning.h cpu_sort_takes_radix) take the radix sort of radix_cpu.h instead.
+// sort_cpu.cc (level: CPU backend): the CPU mergesort, the GPU's decomposition run by host threads;
+// rows of integer keys long enough (the call's method: sort_method.h cpu_sort_takes_radix) take the
+// radix sort of radix_cpu.h instead.
 //
 //   0. rows already sorted are found (is_sorted_cpu into row_sorted): their tiles are copied to
 //      the outputs in step 1 and the passes skip them, as on the GPU;
@@ -15,11 +16,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu_entry.h"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/sort_method.h"
 #include "jax_mergepath/sort_network.h"
-#include "jax_mergepath/tuning.h"
-#include "cpu_entry.h"
+#include "jax_mergepath/tuning/cpu.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "parallel_for.h"
 #include "radix_cpu.h"
 
@@ -140,8 +143,9 @@ struct RowSorter {
     return src;
   }
 
-  // Integer keys where tuning.h cpu_sort_takes_radix says: each unsorted row by the radix sort
-  // (radix_cpu.h), a row a task; sorted rows copied.
+  // Integer keys where the call's method takes the radix sort (sort_method.h
+  // cpu_sort_takes_radix): each unsorted row by the radix sort (radix_cpu.h), a row a task; sorted
+  // rows copied.
   void run_radix() const {
     const int64_t d = call.length;
     parallel_for(call.rows, d, kSerialBelow, [&](int64_t begin, int64_t end) {
@@ -166,7 +170,7 @@ struct RowSorter {
     // 0. Sorted rows, found once (the passes leave them alone).
     is_sorted_cpu({call.key_type, call.descending, rows, d, call.keys, call.row_sorted});
     if constexpr (Traits::kind != KeyKind::kFloat) {
-      if (cpu_sort_takes_radix(int(sizeof(Bits)), d)) {
+      if (cpu_sort_takes_radix(call.method, int(sizeof(Bits)), d)) {
         run_radix();
         return;
       }

@@ -1,5 +1,6 @@
-// cpu_module.cc: XLA FFI handlers for the CPU backend and the nanobind module `_cpu` that hands
-// their capsules to Python (registered for platform "cpu" by jax_mergepath/_ffi.py).
+// cpu_module.cc (level: FFI handlers): XLA FFI handlers for the CPU backend and the nanobind module
+// `_cpu` that hands their capsules to Python (registered for platform "cpu" by
+// jax_mergepath/_ffi.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 
@@ -8,9 +9,13 @@
 #include <vector>
 
 #include "../cpu/cpu_entry.h"
-#include "common.h"
+#include "decode.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/sort_method.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/sort.h"
+#include "jax_mergepath/tuning/workspace.h"
 
 namespace jax_mergepath {
 namespace {
@@ -44,9 +49,12 @@ ffi::Error IsSortedCpuImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> out, bo
 ffi::Error SortCpuImpl(ffi::AnyBuffer keys, ffi::RemainingArgs values,
                        ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra, bool descending,
                        int64_t payload, int64_t method, bool keys_needed) {
+  if (method == static_cast<int64_t>(SortMethod::kRadixDirect)) {
+    return invalid("sort", "the method kRadixDirect is the CUDA sort's (the CPU sort takes its "
+                           "spare buffers)");
+  }
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          /*spare_buffers_may_be_empty=*/false, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed, used);
   if (!call.has_value()) return call.error();
   if (used != extra.size()) return invalid("sort", "unexpected extra results");
   sort_cpu(*call);
@@ -101,8 +109,8 @@ NB_MODULE(_cpu, m) {
     d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
     return d;
   });
-  // The tuning table (tuning.h): the workspace bounds that shape the CUDA workspaces (_ffi.py),
-  // and what the tests check the kernels' arithmetic with.
+  // The tuning table (tuning/*.h, sort_method.h): the workspace bounds that shape the CUDA
+  // workspaces (_ffi.py), and what the tests check the kernels' arithmetic with.
   m.def(
       "merge_workspace_bound",
       [](int key_bytes, int payload, int value_bytes) {
@@ -111,7 +119,7 @@ NB_MODULE(_cpu, m) {
       },
       "[(multiplier, divisor, at_most_one), ...]: the CUDA merge's int32 workspace a row of L "
       "outputs is at most the sum of multiplier * q, q = L // divisor (at_most_one: min(q, 1)), "
-      "for any number of rows (tuning.h merge_workspace_bound)");
+      "for any number of rows (tuning/workspace.h merge_workspace_bound)");
   m.def(
       "sort_workspace_bound",
       [](int key_bytes, int payload, int value_bytes) {
@@ -119,7 +127,7 @@ NB_MODULE(_cpu, m) {
             key_bytes, static_cast<jax_mergepath::PayloadKind>(payload), value_bytes));
       },
       "[(multiplier, divisor, at_most_one), ...]: the same for the CUDA sort of rows of L keys "
-      "(tuning.h sort_workspace_bound)");
+      "(tuning/workspace.h sort_workspace_bound)");
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
   m.def(
       "merge_shape_for",
@@ -216,14 +224,14 @@ NB_MODULE(_cpu, m) {
       "int32 elements of the CUDA sort's partition workspace; test hook of the exact size");
   m.def("radix_workspace_elements", &jax_mergepath::radix_workspace_elements,
         "int32 elements of the radix path's workspace for rows x n keys of key_bytes with a "
-        "payload of payload_bytes, direct or not (tuning.h: the counting sort's counts, or the "
-        "class counts, then CUB's temporary storage, with its spare buffers for the direct "
-        "sort)");
+        "payload of payload_bytes, direct or not (tuning/workspace.h: the counting sort's counts, "
+        "or the class counts, then CUB's temporary storage, with its spare buffers for the "
+        "direct sort)");
   m.def("radix_workspace_per_row", &jax_mergepath::radix_workspace_per_row,
         "int32 elements a row of a batched call's radix path workspace, for rows of n keys "
-        "(tuning.h)");
+        "(tuning/workspace.h)");
   m.def("radix_count_elements", &jax_mergepath::radix_count_elements,
-        "int32 elements of the radix path's class counts for rows x n keys (tuning.h)");
+        "int32 elements of the radix path's class counts for rows x n keys (sort_method.h)");
   m.def(
       "sort_takes_radix",
       [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length,
@@ -233,16 +241,34 @@ NB_MODULE(_cpu, m) {
                                                integer_keys);
       },
       "whether the CUDA sort of rows x length keys (integer keys or not) takes the radix path "
-      "(tuning.h)");
+      "under a method (call_args.h SortMethod; sort_method.h)");
   m.def(
-      "sort_takes_direct_radix",
-      [](int method, bool integer_keys, int key_bytes, int payload, int value_bytes,
-         bool descending, int64_t rows, int64_t length) {
-        return jax_mergepath::sort_takes_direct_radix(
-            static_cast<jax_mergepath::SortMethod>(method), integer_keys, key_bytes,
-            static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, descending, rows,
+      "resolve_sort_method",
+      [](int knob, int key_bytes, int payload, int value_bytes, bool integer_keys,
+         bool descending, int64_t rows, int64_t length, bool short_keys_onesweep) {
+        return static_cast<int>(jax_mergepath::resolve_sort_method(
+            static_cast<jax_mergepath::SortMethod>(knob), key_bytes,
+            static_cast<jax_mergepath::PayloadKind>(payload), value_bytes, integer_keys,
+            descending, rows, length, short_keys_onesweep));
+      },
+      "the method (call_args.h SortMethod) the CUDA lowering passes for a sort of rows x length "
+      "keys (-1: a symbolic extent) under the user's knob (0 auto, 1 merge, 2 radix) "
+      "(sort_method.h)");
+  m.def("resolve_cpu_sort_method",
+        [](int key_bytes, bool integer_keys, int64_t length) {
+          return static_cast<int>(
+              jax_mergepath::resolve_cpu_sort_method(key_bytes, integer_keys, length));
+        },
+        "the method the CPU lowering passes for rows of length keys (-1: symbolic) "
+        "(sort_method.h)");
+  m.def(
+      "sort_radix_workspace_per_row",
+      [](int method, int key_bytes, int payload_bytes, int64_t rows, int64_t length) {
+        return jax_mergepath::sort_radix_workspace_per_row(
+            static_cast<jax_mergepath::SortMethod>(method), key_bytes, payload_bytes, rows,
             length);
       },
-      "whether the CUDA sort takes the direct radix sort: CUB from the inputs, its spare "
-      "buffers in the workspace, the sort's own spare buffers empty (tuning.h)");
+      "int32 elements a row the radix path adds to the CUDA sort's workspace of a call lowered "
+      "with a method, for rows (1, or any other: a bound a row) of a static length "
+      "(tuning/workspace.h)");
 }

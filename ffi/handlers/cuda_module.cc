@@ -1,17 +1,19 @@
-// cuda_module.cc: XLA FFI handlers for the CUDA backend and the nanobind module `_cuda`
-// (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and validate
-// buffers (common.h) and call the plain launch functions of ffi/cuda/; the stream is XLA's, the
-// partition workspace is the call's last result, nothing allocates or syncs (graph-safe). The
-// device's SM count is read once a device (device_sms.h) and passed down in the call.
+// cuda_module.cc (level: FFI handlers): XLA FFI handlers for the CUDA backend and the nanobind
+// module `_cuda` (registered for platform "CUDA" by jax_mergepath/_ffi.py). Handlers decode and
+// validate buffers (decode.h) and call the plain entry points of ffi/cuda/entry/; the stream is
+// XLA's, the partition workspace is the call's last result, nothing allocates or syncs
+// (graph-safe). The device's SM count is read once a device (device_sms.h) and passed down in the
+// call.
 #include <nanobind/nanobind.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "../cuda/cuda_entry.h"
-#include "../cuda/device_sms.h"
-#include "common.h"
-#include "jax_mergepath/tuning.h"
+#include "../cuda/entry/cuda_entry.h"
+#include "../cuda/entry/device_sms.h"
+#include "decode.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/workspace.h"
 
 namespace jax_mergepath {
 namespace {
@@ -76,8 +78,7 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
                         ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets extra,
                         bool descending, int64_t payload, int64_t method, bool keys_needed) {
   size_t used = 0;
-  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed,
-                          /*spare_buffers_may_be_empty=*/true, used);
+  auto call = decode_sort(keys, values, out, extra, descending, payload, method, keys_needed, used);
   if (!call.has_value()) return call.error();
   if (cudaError_t err = current_device_sms(&call->sms); err != cudaSuccess) {
     return cuda_error("sort", err);
@@ -90,24 +91,20 @@ ffi::Error SortCudaImpl(cudaStream_t stream, ffi::AnyBuffer keys, ffi::Remaining
   if (extra.size() != used + 1) return invalid("sort", "unexpected extra results");
   // (at least the merge sort's; the radix path checks for its own, optional, part)
   const auto have = static_cast<int64_t>(extra.get<ffi::AnyBuffer>(used).value()->element_count());
-  const bool keys_empty = call->spare_keys == nullptr;
-  // Empty spares: the lowering chose the direct sort, which then runs whatever the count of rows
-  // (a shard of a batch-sharded call may hold one row, below the length kAuto takes it from).
-  if (keys_empty) call->method = SortMethod::kRadix;
-  const bool direct =
-      sort_takes_direct_radix(call->method, is_integer_key(call->key_type), key_bytes,
-                              call->payload, call->value_bytes, call->descending, call->rows,
-                              call->length) &&
-      have >= radix_workspace_elements(key_bytes, payload_bytes(call->payload, call->value_bytes),
-                                       call->rows, call->length, /*direct=*/true);
-  const bool carry = call->payload != PayloadKind::kNone;
-  const bool payload_empty = carry && call->spare_payload == nullptr;
-  if (carry && keys_empty != payload_empty) {
-    return invalid("sort", "spare keys and spare payload must be both empty or both given");
-  }
-  if (keys_empty && call->rows * call->length > 0 && !direct) {
-    return invalid("sort", "empty spare buffers: only a call taking the direct radix sort, with "
-                           "its workspace, may leave them empty");
+  // kRadixDirect runs the direct sort whatever this call's rows (a shard of a batch-sharded call
+  // may hold one row): it cannot fall back (its spares are empty), so the shape and the
+  // workspace must admit it.
+  if (call->method == SortMethod::kRadixDirect && call->rows * call->length > 0) {
+    const int carried = payload_bytes(call->payload, call->value_bytes);
+    const bool integer = is_integer_key(call->key_type);
+    if (!radix_direct(integer, key_bytes, call->payload, call->value_bytes, call->descending,
+                      call->rows) ||
+        !radix_possible(key_bytes, carried, call->rows, call->length, integer) ||
+        have < radix_workspace_elements(key_bytes, carried, call->rows, call->length,
+                                        /*direct=*/true)) {
+      return invalid("sort", "the method kRadixDirect needs keys (and values) the direct radix "
+                             "sort takes and its workspace");
+    }
   }
   if (cudaError_t err = sort_cuda(*call, static_cast<int32_t*>(*splits), have, stream);
       err != cudaSuccess) {
@@ -192,5 +189,5 @@ NB_MODULE(_cuda, m) {
       },
       "CUB's temporary storage bytes for the radix path's sort of rows x n keys of key_bytes, "
       "with a 4-byte payload or none, or direct (integer keys), on the current device (a test "
-      "hook of tuning.h's bound)");
+      "hook of tuning/workspace.h's bound)");
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# partition_threads_ab.sh: A/B of the partition kernels' block sizes (tuning.h
-# kQuadPartitionThreads, kPartitionThreads) in quad_sweep.cu: three builds of this tree, the
-# knobs set by their -D overrides (A: quad split 256, two-way partition 256; B: 64 and 256, the
-# defaults; C: 64 and 64), then a quad pass and its partitions alone timed, two rounds
+# partition_threads_ab.sh: A/B of the partition kernels' block sizes (tuning/merge.h,
+# kPartitionThreads; tuning/sort.h kQuadPartitionThreads) in quad_sweep.cu: three builds of this
+# tree, the knobs set by their -D overrides (A: quad split 256, two-way partition 256; B: 64 and
+# 256, the defaults; C: 64 and 64), then a quad pass and its partitions alone timed, two rounds
 # alternating: 8-byte keys with int32 positions, 2^24 of them (quad_sweep's "wide" mode takes
 # half of 2^25) in runs of 17408 and 69632 (the quad passes of an argsort of int64 / float64
 # 2^24), and int32 keys at 2^27 in runs of 2^15.

@@ -1,9 +1,9 @@
 // quad_sweep.cu: times the sort's quad pass (quad_merge.cuh: runs of width w merged four at a
 // time) against the two two-way passes it replaces (launch_merge of the run pairs of width w,
 // then of 2 w), on one GPU, for several quad shapes (threads x items, min blocks), to choose
-// tuning.h's quad_shape. Input: 2^log2 keys in sorted runs of width w (int32 keys alone, float32
-// keys with int32 values: argsort's passes, int64 keys alone, int64 and float64 keys with int32
-// values). Every output is checked against the host's stable sort of each group of four runs
+// tuning/sort.h's quad_shape. Input: 2^log2 keys in sorted runs of width w (int32 keys alone,
+// float32 keys with int32 values: argsort's passes, int64 keys alone, int64 and float64 keys with
+// int32 values). Every output is checked against the host's stable sort of each group of four runs
 // before it is timed; WRONG marks a mismatch.
 // Prints device time (CUDA events, median of warm repeats), the quad's partition launches alone,
 // and the % of a cudaMemcpy D2D of the keys (and values) measured in the same run.
@@ -25,14 +25,14 @@
 #include <utility>
 #include <vector>
 
-#include "../../ffi/cuda/eight_way_merge.cuh"
-#include "../../ffi/cuda/merge_dispatch.cuh"
-#include "../../ffi/cuda/quad_merge.cuh"
+#include "../../ffi/cuda/kernels/eight_way_merge.cuh"
+#include "../../ffi/cuda/kernels/quad_merge.cuh"
+#include "../../ffi/cuda/launch/merge_launch.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
 
-// A quad shape: (threads - 1) x items outputs a tile (tuning.h quad_shape).
+// A quad shape: (threads - 1) x items outputs a tile (tuning/sort.h quad_shape).
 template <int kThreadsT, int kItemsT, int kMinBlocksT>
 using QuadShapeT =
     jmp::TilePolicy<kThreadsT, kItemsT, kMinBlocksT, int64_t{kThreadsT - 1} * kItemsT>;
@@ -107,7 +107,7 @@ void make_data(Data<Bits, Value>& d, int64_t total, int64_t width, int64_t group
   CHECK_CUDA(cudaMalloc(&d.d_vals, vb));
   CHECK_CUDA(cudaMalloc(&d.d_out_vals, vb));
   CHECK_CUDA(cudaMalloc(&d.d_mid_vals, vb));
-  // Partition workspace: a two-way pass's splits, a quad pass's (tuning.h
+  // Partition workspace: a two-way pass's splits, a quad pass's (tuning/workspace.h
   // quad_workspace_elements: ~2.5 total / width + a few a quad) or an eight-way pass's
   // (eight_way_workspace_elements: 8 a boundary, ~8 total / tile + 8 a group), with room to spare.
   CHECK_CUDA(cudaMalloc(&d.d_work, sizeof(int32_t) * (4 * total / width + total / 256 + 4096)));
@@ -235,7 +235,7 @@ void run_eight(const char* label, Data<typename Traits::Bits, Value>& d, int rep
               part_ms * 1e3, ok ? "ok" : "WRONG");
 }
 
-// An eight-way shape: (threads - 3) x items outputs a tile (tuning.h eight_way_shape).
+// An eight-way shape: (threads - 3) x items outputs a tile (tuning/sort.h eight_way_shape).
 template <int kThreadsT, int kItemsT, int kMinBlocksT>
 using EightShapeT =
     jmp::TilePolicy<kThreadsT, kItemsT, kMinBlocksT, int64_t{kThreadsT - 3} * kItemsT>;

@@ -1,6 +1,6 @@
 // search_sweep.cu: times searchsorted with sorted queries (search_kernels.cu: one merge of the
 // queries with the sorted array, a ranks payload, through launch_merge) for several tile shapes
-// (threads x items, min blocks), to choose the ranks payload's merge shape in tuning.h: 2^k
+// (threads x items, min blocks), to choose the ranks payload's merge shape in tuning/merge.h: 2^k
 // sorted int32 queries in 2^k sorted int32 keys (duplicates), side "left" and "right". Every
 // variant's ranks are checked against std::lower_bound / upper_bound before they are timed.
 // Prints device time (CUDA events, median of warm repeats), the partition launch alone, and
@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "../../ffi/cuda/merge_dispatch.cuh"
+#include "../../ffi/cuda/launch/merge_launch.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
@@ -113,11 +113,11 @@ int main(int argc, char** argv) {
   std::printf("# search_sweep on %s: 2^%d sorted queries in 2^%d sorted int32; copy of %zu bytes "
               "%.1f us\n", prop.name, log2, log2, 2 * bytes, in.copy_ms * 1e3);
   for (const bool right : {false, true}) {
-    run<Shape<256, 15, 6>>(in, right, repeats);  // tuning.h's 4 + 4 byte merge shape
+    run<Shape<256, 15, 6>>(in, right, repeats);  // tuning/merge.h's 4 + 4 byte merge shape
     run<Shape<256, 19, 6>>(in, right, repeats);
     run<Shape<256, 19, 8>>(in, right, repeats);
     run<Shape<256, 23, 6>>(in, right, repeats);
-    run<Shape<256, 27, 4>>(in, right, repeats);  // tuning.h's ranks shape (merge_shape_for)
+    run<Shape<256, 27, 4>>(in, right, repeats);  // tuning/merge.h's ranks shape (merge_shape_for)
     run<Shape<256, 31, 4>>(in, right, repeats);
     run<Shape<256, 35, 4>>(in, right, repeats);
     run<Shape<256, 27, 3>>(in, right, repeats);

@@ -1,7 +1,7 @@
 // sort_sweep.cu: times the production block sort (block_sort.cuh) for several tile shapes
-// (threads x items) on one GPU, to choose tuning.h's SortPolicy: int32 keys alone as rows of 64,
-// 512, 2048 and 4096 (one block sorts whole rows: the whole row sort when the tile holds a row),
-// and as the tiles of one long row (the first step of a 1-D sort), plus float32 keys alone,
+// (threads x items) on one GPU, to choose tuning/sort.h's SortPolicy: int32 keys alone as rows of
+// 64, 512, 2048 and 4096 (one block sorts whole rows: the whole row sort when the tile holds a
+// row), and as the tiles of one long row (the first step of a 1-D sort), plus float32 keys alone,
 // 4-byte keys with int32 positions (argsort's block sort) and 8-byte keys alone and with
 // positions. Every variant's output is checked against std::stable_sort of each row (tile)
 // before it is timed. Prints device time (CUDA events, median of warm repeats) and the % of a
@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../ffi/cuda/block_sort.cuh"
+#include "../../ffi/cuda/kernels/block_sort.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 4 && std::strcmp(argv[4], "long") == 0) {
-    // Tiles of twice the keys or more for the long rows of large sorts (tuning.h
+    // Tiles of twice the keys or more for the long rows of large sorts (tuning/sort.h
     // wide_sort_shape: a pass fewer, e.g. the two-way pass before the quads of odd levels).
     sweep<S32, kNone, Shape<256, 17>, Shape<256, 33>, Shape<256, 35>, Shape<256, 37>,
           Shape<256, 39>, Shape<512, 17>, Shape<256, 33, 3>, Shape<256, 35, 3>,

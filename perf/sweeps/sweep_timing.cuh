@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../ffi/cuda/device_sms.h"
+#include "../../ffi/cuda/entry/device_sms.h"
 
 #define CHECK_CUDA(expr)                                                              \
   do {                                                                                \

@@ -1,8 +1,9 @@
-// tile_sweep.cu: times the CUDA merge (launch_merge: partition + tiled merge, the production kernels) for
-// several tile policies on one GPU, to choose tuning.h's MergePolicy: one merge of 2^27 outputs
-// (int32, int32 + int32, float32, int64, int64 + int32, int64 + int64) and batches of rows of 32+32, 512+512 and
-// 2048+2048 int32 (the rows kernel: the policy's items or two fewer, tuning.h merge_rows_items;
-// the items printed are those it ran). Every variant's output is
+// tile_sweep.cu: times the CUDA merge (launch_merge: partition + tiled merge, the production
+// kernels) for several tile policies on one GPU, to choose tuning/merge.h's MergePolicy: one merge
+// of 2^27 outputs
+// (int32, int32 + int32, float32, int64, int64 + int32, int64 + int64) and batches of rows of
+// 32+32, 512+512 and 2048+2048 int32 (the rows kernel: the policy's items or two fewer,
+// tuning/merge.h merge_rows_items; the items printed are those it ran). Every variant's output is
 // checked against std::merge before it is timed. Prints device time (CUDA events around each
 // call, median of warm repeats), GB/s (inputs read once + outputs written once) and % of a
 // cudaMemcpyDeviceToDevice of the same bytes measured in the same run.
@@ -18,7 +19,7 @@
 #include <random>
 #include <vector>
 
-#include "../../ffi/cuda/merge_dispatch.cuh"
+#include "../../ffi/cuda/launch/merge_launch.cuh"
 #include "sweep_timing.cuh"
 
 namespace jmp = jax_mergepath;
@@ -180,7 +181,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
       2.0 * total * (sizeof(Bits) + kValueBytes);
   const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
   const double rate = bytes / (ms * 1e-3);
-  // rows kernel: the items merge_rows_items picks from the policy's (tuning.h)
+  // rows kernel: the items merge_rows_items picks from the policy's (tuning/merge.h)
   const int items = tiled ? Policy::kItems
                           : jmp::merge_rows_items(Policy::kThreads, Policy::kItems,
                                                   call.layout.row_length());
@@ -257,7 +258,7 @@ int main(int argc, char** argv) {
     RUN(S64, kNone, 256, 11, 6, "int64 keys");
     RUN(S64, kNone, 256, 13, 6, "int64 keys");
     RUN(S64, kNone, 256, 9, 8, "int64 keys");
-    // 8 + 4 bytes: 256 x 7 capped at 4 blocks (tuning.h) and uncapped (the first design's),
+    // 8 + 4 bytes: 256 x 7 capped at 4 blocks (tuning/merge.h) and uncapped (the first design's),
     // against capped and wider shapes
     RUN(S64, kValue, 256, 7, 4, "int64 keys + int32 values");
     RUN(S64, kValue, 256, 7, 1, "int64 keys + int32 values");
@@ -272,7 +273,7 @@ int main(int argc, char** argv) {
 #define RUN64(TH, IT, MB)                                                                \
   run_variant<S64, PayloadKind::kValue, Sweep<TH, IT, MB>, uint64_t>(                    \
       "int64 keys + int64 values", in, repeats, only, copy_ms)
-    // 8 + 8 bytes: 256 x 5, capped at 4 blocks (tuning.h) and uncapped (the first design's),
+    // 8 + 8 bytes: 256 x 5, capped at 4 blocks (tuning/merge.h) and uncapped (the first design's),
     // against wider and capped shapes
     RUN64(256, 5, 4);
     RUN64(256, 5, 1);

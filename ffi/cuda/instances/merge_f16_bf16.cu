@@ -1,7 +1,7 @@
-// merge_f16_bf16.cu: the merge kernels of 16-bit float keys (float16, bfloat16): explicit instances
-// of merge_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
-// parallel.
-#include "../merge_dispatch.cuh"
+// merge_f16_bf16.cu (level: instances): the merge kernels of 16-bit float keys (float16, bfloat16):
+// explicit instances of merge_for_traits (launch/per_traits.h; its body launch/merge_launch.cuh), a
+// few key traits a translation unit so they compile in parallel.
+#include "../launch/merge_launch.cuh"
 
 namespace jax_mergepath {
 

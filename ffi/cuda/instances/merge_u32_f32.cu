@@ -1,7 +1,7 @@
-// merge_u32_f32.cu: the merge kernels of 32-bit keys (int32, uint32, float32): explicit instances
-// of merge_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
-// parallel.
-#include "../merge_dispatch.cuh"
+// merge_u32_f32.cu (level: instances): the merge kernels of 32-bit keys (int32, uint32, float32):
+// explicit instances of merge_for_traits (launch/per_traits.h; its body launch/merge_launch.cuh), a
+// few key traits a translation unit so they compile in parallel.
+#include "../launch/merge_launch.cuh"
 
 namespace jax_mergepath {
 

@@ -1,10 +1,11 @@
-// radix.cu: CUB's radix sorts (radix_cub.h), every instance in one translation unit: most of its
-// compile time is CUB's headers, paid once (docs/performance.md, "Kernel instances"). Order keys
-// of 2 and 4 bytes alone and with a 4-byte payload; integer keys direct, as their own signed or
-// unsigned type (the unsigned ones share the order keys' kernels): 2 and 4 bytes alone and with
-// 4-byte values, 8 bytes alone (tuning.h radix_direct); rows (CUB's segmented sort) of 2-byte
-// order keys alone and with a 4-byte payload, and of 2-byte integer keys alone direct.
-#include "../radix_cub.cuh"
+// radix.cu (level: instances): CUB's radix sorts (radix_cub.h), every instance in one translation
+// unit: most of its compile time is CUB's headers, paid once (docs/performance.md, "Kernel
+// instances"). Order keys of 2 and 4 bytes alone and with a 4-byte payload; integer keys direct, as
+// their own signed or unsigned type (the unsigned ones share the order keys' kernels): 2 and 4
+// bytes alone and with 4-byte values, 8 bytes alone (tuning/radix.h radix_direct); rows (CUB's
+// segmented sort) of 2-byte order keys alone and with a 4-byte payload, and of 2-byte integer keys
+// alone direct.
+#include "../kernels/radix_cub.cuh"
 
 namespace jax_mergepath {
 

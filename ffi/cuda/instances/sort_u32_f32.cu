@@ -1,7 +1,7 @@
-// sort_u32_f32.cu: the sort kernels of 32-bit keys (int32, uint32, float32): explicit instances of
-// sort_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
-// parallel.
-#include "../sort_dispatch.cuh"
+// sort_u32_f32.cu (level: instances): the sort kernels of 32-bit keys (int32, uint32, float32):
+// explicit instances of sort_for_traits (launch/per_traits.h; its body launch/sort_launch.cuh), a
+// few key traits a translation unit so they compile in parallel.
+#include "../launch/sort_launch.cuh"
 
 namespace jax_mergepath {
 

@@ -1,7 +1,7 @@
-// sort_u64_f64.cu: the sort kernels of 64-bit keys (int64, uint64, float64): explicit instances of
-// sort_for_traits (kernel_traits.h), a few key traits a translation unit so they compile in
-// parallel.
-#include "../sort_dispatch.cuh"
+// sort_u64_f64.cu (level: instances): the sort kernels of 64-bit keys (int64, uint64, float64):
+// explicit instances of sort_for_traits (launch/per_traits.h; its body launch/sort_launch.cuh), a
+// few key traits a translation unit so they compile in parallel.
+#include "../launch/sort_launch.cuh"
 
 namespace jax_mergepath {
 

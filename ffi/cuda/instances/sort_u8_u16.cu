@@ -1,7 +1,7 @@
-// sort_u8_u16.cu: the sort kernels of 8- and 16-bit integer keys (bool, int8, uint8, int16,
-// uint16): explicit instances of sort_for_traits (kernel_traits.h), a few key traits a translation
-// unit so they compile in parallel.
-#include "../sort_dispatch.cuh"
+// sort_u8_u16.cu (level: instances): the sort kernels of 8- and 16-bit integer keys (bool, int8,
+// uint8, int16, uint16): explicit instances of sort_for_traits (launch/per_traits.h; its body
+// launch/sort_launch.cuh), a few key traits a translation unit so they compile in parallel.
+#include "../launch/sort_launch.cuh"
 
 namespace jax_mergepath {
 

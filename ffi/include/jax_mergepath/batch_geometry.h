@@ -1,5 +1,6 @@
-// batch_geometry.h: a batch of merges and its tile map, the one description every loop and
-// kernel asks (CPU merge, CUDA partition and merge kernels, sort passes, block sort rounds).
+// batch_geometry.h (level: shared core): a batch of merges and its tile map, the one description
+// every loop and kernel asks (CPU merge, CUDA partition and merge kernels, sort passes, block sort
+// rounds).
 //
 // A batch is a list of independent merges of A (m elements, mv valid) with B (n, nv valid). It is
 // laid out in one of three ways:

@@ -1,14 +1,30 @@
-// call_args.h: the plain-C++ call interfaces of the batched operations, shared by the CPU
-// backend and the CUDA launch functions (no XLA types). Buffers are raw device or host pointers.
+// call_args.h (level: shared core): the plain-C++ call interfaces of the batched operations, shared
+// by the CPU backend and the CUDA launch functions (no XLA types). Buffers are raw device or host
+// pointers.
 #pragma once
 
 #include <cstdint>
 
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/key_types.h"
-#include "jax_mergepath/tuning.h"
 
 namespace jax_mergepath {
+
+// How a sort runs (SortCall::method, the FFI attribute `method`), resolved once, when the call
+// is lowered (sort_method.h resolve_sort_method, resolve_cpu_sort_method), and carried down as
+// data: the handlers check it against the buffers, the launchers follow it.
+//   kMerge: the merge sort.
+//   kRadix: the radix path (CUDA: the counting sort or scatter of one-byte keys, CUB's onesweep or
+//     segmented sort of order keys, ffi/cuda/kernels/; CPU: ffi/cpu/radix_cpu.h) where it can
+//     run the call's rows (a shard's, under batch partitioning) with its workspace, else the
+//     merge sort. Bit-identical to the merge sort.
+//   kRadixDirect (CUDA): the direct radix sort (CUB from the inputs, its spare buffers in the
+//     workspace, the sort's own spare buffers empty): no fallback.
+//   kAdaptive: the lowering could not decide (a symbolic length under jax.export): the launcher
+//     decides from the run-time shape with the same function (sort_method.h sort_takes_radix).
+// The user's knob (jax_mergepath/_ffi.py SORT_METHODS: auto, merge, radix) is kAdaptive, kMerge
+// or kRadix before the resolution, which takes it as an input.
+enum class SortMethod : int { kAdaptive = 0, kMerge = 1, kRadix = 2, kRadixDirect = 3 };
 
 struct MergeCall {
   KeyType key_type;
@@ -22,7 +38,7 @@ struct MergeCall {
   const void* a_values;  // kValue: values of a (kRuns, kRunPairs: of x)
   const void* b_values;
   void* out_payload;  // kIndex: int32 indices; kValue: values; kRanks*: int32 ranks
-  // The device's SMs (the CUDA handlers read them: tuning.h merge_searching_tiles_most); 0 on
+  // The device's SMs (the CUDA handlers read them: tuning/merge.h merge_searching_tiles_most); 0 on
   // the CPU, which never reads it.
   int sms;
 };
@@ -55,9 +71,10 @@ struct IsSortedCall {
 // A stable sort of every row of keys (rows, length): out_keys gets the sorted keys and, by
 // payload, out_payload nothing (kNone), the int32 source positions (kIndex: argsort) or the
 // values moved with their keys (kValue). spare_keys / spare_payload are workspace shaped like
-// the outputs (nullptr for a call taking the CUDA direct radix sort, whose spares are in its
-// workspace: tuning.h radix_direct): the merge passes ping-pong between them and the outputs. Rows already sorted are
-// copied once and skipped (row_sorted), so presorted input costs a check and a copy.
+// the outputs (nullptr for a kRadixDirect call, whose spares are in its workspace: tuning/radix.h
+// radix_direct): the merge passes ping-pong between them and the outputs.
+// Rows already sorted are copied once and skipped (row_sorted), so presorted input costs a check
+// and a copy.
 struct SortCall {
   KeyType key_type;
   bool descending;
@@ -72,7 +89,7 @@ struct SortCall {
   void* spare_payload;
   uint8_t* row_sorted;  // workspace, one byte a row: rows found already sorted
   int sms;              // the device's SMs, for the passes (MergeCall::sms)
-  SortMethod method;    // the CUDA sort's: merge or radix path (tuning.h); the CPU ignores it
+  SortMethod method;    // merge sort or radix path (above), resolved when the call was lowered
   bool keys_needed;     // false: the caller drops out_keys (argsort), which the CUDA radix path
                         // then leaves unwritten (unspecified)
 };

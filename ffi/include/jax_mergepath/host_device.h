@@ -1,9 +1,9 @@
-// host_device.h: JMP_HD marks functions compiled for both host (g++) and device (nvcc); JMP_UNROLL
-// asks nvcc to unroll the next loop (ignored by the host compiler); pick(c, x, y) is `c ? x : y`
-// for integers, computed with masks on the host (g++ turns a merge step's `?:` into branches
-// that a random merge mispredicts half the time) and as a plain select on the device.
-// Contract: every header under include/jax_mergepath/ is plain C++17 + these macros, no XLA, no
-// CUDA runtime calls, so the CPU backend and the CUDA kernels share one implementation.
+// host_device.h (level: shared core): JMP_HD marks functions compiled for both host (g++) and
+// device (nvcc); JMP_UNROLL asks nvcc to unroll the next loop (ignored by the host compiler);
+// pick(c, x, y) is `c ? x : y` for integers, computed with masks on the host (g++ turns a merge
+// step's `?:` into branches that a random merge mispredicts half the time) and as a plain select on
+// the device. Contract: every header under include/jax_mergepath/ is plain C++17 + these macros, no
+// XLA, no CUDA runtime calls, so the CPU backend and the CUDA kernels share one implementation.
 #pragma once
 
 #if defined(__CUDACC__)

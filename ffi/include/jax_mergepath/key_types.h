@@ -1,7 +1,7 @@
-// key_types.h: the dispatch table from a runtime key type to its ordering traits.
-// Adding a key dtype is one enum entry here, one case in visit_key_type (and in order_mask when
-// it runs as another type's traits), and one line in the handlers' DataType table
-// (ffi/handlers/common.h).
+// key_types.h (level: shared core): the dispatch table from a runtime key type to its ordering
+// traits. Adding a key dtype is one enum entry here, one case in visit_key_type (and in order_mask
+// when it runs as another type's traits), and one line in the handlers' DataType table
+// (ffi/handlers/decode.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// merge_path.h: the merge-path core shared by every backend and operation: the one order
-// predicate, the co-rank searches and the serial merges. CPU loops and CUDA kernels call these
-// same functions, so CPU CI tests the arithmetic the GPU runs.
+// merge_path.h (level: thread, shared core): the merge-path core shared by every backend and
+// operation: the one order predicate, the co-rank searches and the serial merges. CPU loops and
+// CUDA kernels call these same functions, so CPU CI tests the arithmetic the GPU runs.
 //
 // A merge takes A (m elements, of which the first mv are valid) and B (n, nv valid). Its output
 // is the stable merge of the valid parts, then A's invalid tail, then B's invalid tail

@@ -1,5 +1,5 @@
-// ordering.h: the one key order of docs/contract.md, as a map from a key's bits to an unsigned
-// integer whose unsigned order is the key order.
+// ordering.h (level: shared core): the one key order of docs/contract.md, as a map from a key's
+// bits to an unsigned integer whose unsigned order is the key order.
 //
 // Contract (for every key type):
 //   * NaN (any payload, any sign) is greater than everything, including +inf ("NaN last");

@@ -1,6 +1,6 @@
-// sort_network.h: the thread level of the mergesort's block sort, shared by the CPU and the GPU:
-// a sort of kItems keys held by one thread, and the run-pair geometry of the merge rounds that
-// follow it inside a tile.
+// sort_network.h (level: thread, shared core): the thread level of the mergesort's block sort,
+// shared by the CPU and the GPU: a sort of kItems keys held by one thread, and the run-pair
+// geometry of the merge rounds that follow it inside a tile.
 //
 // Two networks, both on keys held one register a key (HeldKey, or plain order keys on the CPU):
 //   * sort_network: stable, with a payload. Odd-even transposition: kItems rounds, round r

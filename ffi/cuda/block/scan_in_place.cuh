@@ -1,6 +1,6 @@
-// scan_in_place.cuh: one block's exclusive prefix sum of a long array in global memory, in
-// rounds of kThreads x kItems elements (a thread kItems consecutive ones), each round's carry
-// into the next. Shared by the radix path's class counts (radix_sort.cuh) and the counting
+// scan_in_place.cuh (level: block): one block's exclusive prefix sum of a long array in global
+// memory, in rounds of kThreads x kItems elements (a thread kItems consecutive ones), each round's
+// carry into the next. Shared by the radix path's class counts (radix_sort.cuh) and the counting
 // scatter's tile counts (counting_scatter.cuh).
 #pragma once
 

@@ -1,5 +1,6 @@
-// tile_io.cuh: a merge block's global <-> shared-memory traffic, in as few instructions as the
-// data allows (the merge kernels are bound by instruction issue, not only by DRAM).
+// tile_io.cuh (level: block): a merge block's global <-> shared-memory traffic, in as few
+// instructions as the data allows (the merge kernels are bound by instruction issue, not only by
+// DRAM).
 //
 //   * load_two_ranges: copies two arbitrary ranges of global memory into shared memory, 16
 //     bytes a load for each range's 16-byte-aligned interior and one element a load for its

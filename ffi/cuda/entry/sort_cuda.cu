@@ -1,13 +1,16 @@
-// sort_cuda.cu: sort_cuda, the CUDA sort's entry point (cuda_entry.h): the key type of the
-// call -> sort_for_traits of its kernel traits (kernel_traits.h; the sort is sort_dispatch.cuh,
-// compiled in ffi/cuda/instances/); radix_temp_bytes, the test hook of the radix path's bound.
+// sort_cuda.cu (level: entry): sort_cuda, the CUDA sort's entry point (cuda_entry.h): the key type
+// of the call -> sort_for_traits of its kernel traits (launch/per_traits.h; the sort is
+// launch/sort_launch.cuh, compiled in ffi/cuda/instances/sort_*.cu); short_keys_onesweep, what
+// the build's architectures give CUB's 2-byte sorts; radix_temp_bytes, the test hook of the radix
+// path's bound (host arithmetic of CUB's, instantiated in instances/radix.cu).
 #include <cuda_runtime.h>
 
 #include <type_traits>
 
+#include "../kernels/radix_cub.h"
+#include "../launch/per_traits.h"
 #include "cuda_entry.h"
-#include "kernel_traits.h"
-#include "radix_cub.h"
+#include "jax_mergepath/tuning/radix.h"
 
 namespace jax_mergepath {
 

@@ -1,20 +1,24 @@
-// search_kernels.cu: the GPU's query kernels on the shared core (merge_path.h):
-//   co_rank: one thread per query; reads stay inside each row; k is clamped to [0, m + n];
-//   is_sorted: rows start true (a memset node), a thread that finds an out-of-order neighbour
-//   pair clears its row's flag, once a row (all writers store the same 0, so the race is
-//   benign); a thread checks a chunk of tuning.h's kIsSortedChunk keys (16-byte loads), chunks
-//   of rows already found unsorted are not read;
-//   searchsorted: one thread per query (a binary search, co_rank_search), or, for sorted
-//   queries, one merge path (merge_cuda with a ranks payload).
+// query_kernels.cuh (level: kernels): the GPU's query kernels on the shared core (merge_path.h),
+// one thread a query, launched by launch/query_launch.cuh:
+//   co_rank_kernel: reads stay inside each row; k is clamped to [0, m + n];
+//   is_sorted_kernel: rows start true (the launcher's memset), a thread that finds an
+//   out-of-order neighbour pair clears its row's flag, once a row (all writers store the same 0,
+//   so the race is benign); a thread checks a chunk of kIsSortedChunk keys (16-byte loads),
+//   chunks of rows already found unsorted are not read;
+//   searchsorted_kernel: a binary search a query (merge_path.h insertion_point).
+// Device code only: no allocation, no host call.
+#pragma once
+
 #include <cuda_runtime.h>
 
-#include "grid_launch.cuh"
+#include <cstdint>
+
+#include "../block/grid_launch.cuh"
+#include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
-#include "cuda_entry.h"
+#include "jax_mergepath/tuning/merge.h"
 
 namespace jax_mergepath {
-namespace {
 
 template <typename Traits>
 __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
@@ -101,51 +105,6 @@ __global__ void searchsorted_kernel(SearchCall call) {
   const Bits v = directed_key<Traits>(__ldg(static_cast<const Bits*>(call.v) + q), mask);
   call.out[q] = static_cast<int32_t>(insertion_point<Traits>(
       call.length, v, call.right, mask, [&](int64_t i) { return __ldg(a + i); }));
-}
-
-}  // namespace
-
-cudaError_t searchsorted_cuda(const SearchCall& call, int32_t* splits, cudaStream_t stream) {
-  const int64_t total = call.rows * call.queries;
-  if (total == 0) return cudaSuccess;
-  if (call.sorted_queries) return merge_cuda(search_as_merge(call), splits, stream);
-  const int64_t blocks = ceil_div(total, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return visit_key_type(call.key_type, [&](auto traits) {
-    auto* kernel = searchsorted_kernel<decltype(traits)>;
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call);
-  });
-}
-
-cudaError_t is_sorted_cuda(const IsSortedCall& call, cudaStream_t stream) {
-  if (call.rows == 0) return cudaSuccess;
-  if (cudaError_t err = cudaMemsetAsync(call.out, 1, call.rows, stream); err != cudaSuccess) {
-    return err;
-  }
-  const int64_t total = call.rows * call.length;
-  if (call.length < 2) return cudaSuccess;
-  const int64_t chunks = ceil_div(total, kIsSortedChunk);
-  const int64_t blocks = ceil_div(chunks, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return visit_key_type(call.key_type, [&](auto traits) {
-    using Traits = decltype(traits);
-    auto* kernel = is_sorted_kernel<Traits>;
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
-                         order_mask<Traits>(call.key_type, call.descending));
-  });
-}
-
-cudaError_t co_rank_cuda(const CoRankCall& call, cudaStream_t stream) {
-  const int64_t total = call.rows * call.queries;
-  if (total == 0) return cudaSuccess;
-  const int64_t blocks = ceil_div(total, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return visit_key_type(call.key_type, [&](auto traits) {
-    using Traits = decltype(traits);
-    auto* kernel = co_rank_kernel<Traits>;
-    return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, call,
-                         order_mask<Traits>(call.key_type, call.descending));
-  });
 }
 
 }  // namespace jax_mergepath

@@ -1,14 +1,15 @@
-// merge_dispatch.cuh: the launch level of the CUDA batched merge: one call of launch_merge
-// enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a searchsorted's
-// ranks) on `stream`: for rows no longer than a tile the rows kernel (full rows, and
-// searchsorted's rows up to half a tile) or the packed kernel (ragged rows), else the partition
-// pass and the tiled kernel (large sort passes: its early tiles search their own splits beside
-// the pass, tuning.h merge_early_tiles; small batches without order checks launch the tiled
-// kernel alone, every block searching its own, merge_splits_in_tiles; how many tiles may, by
-// the device's SMs: call.sms). No allocation, no host sync: the partition workspace is the
-// caller's merge_workspace_elements() int32 (tuning.h). merge_for_traits is instantiated in
-// ffi/cuda/instances/ and reached through merge_cuda (merge_cuda.cu: merges, searchsorted, the
-// sort's two-way passes in sort_dispatch.cuh); the sweeps (perf/sweeps) call launch_merge.
+// merge_launch.cuh (level: launch): the CUDA batched merge of one key traits: one call of
+// launch_merge enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a
+// searchsorted's ranks) on `stream`: for rows no longer than a tile the rows kernel (full rows,
+// and searchsorted's rows up to half a tile) or the packed kernel (ragged rows), else the
+// partition pass and the tiled kernel (large sort passes: its early tiles search their own splits
+// beside the pass, merge_early_tiles; small batches without order checks launch the tiled kernel
+// alone, every block searching its own, merge_splits_in_tiles; how many tiles may, by the
+// device's SMs: call.sms). No allocation, no host sync: the partition workspace is the caller's
+// merge_workspace_elements() int32. merge_for_traits (per_traits.h) is instantiated in
+// ffi/cuda/instances/merge_*.cu and called by the entry merge_cuda (entry/merge_cuda.cu), the
+// sort's two-way passes (sort_launch.cuh) and searchsorted's sorted queries
+// (query_launch.cuh); the sweeps (perf/sweeps) call launch_merge.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,13 +18,13 @@
 #include <cstdint>
 #include <iterator>
 
-#include "grid_launch.cuh"
+#include "../block/grid_launch.cuh"
+#include "../kernels/merge_kernels.cuh"
+#include "../kernels/partition.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
-#include "jax_mergepath/tuning.h"
-#include "kernel_traits.h"
-#include "merge_kernels.cuh"
-#include "partition.cuh"
+#include "jax_mergepath/tuning/merge.h"
+#include "per_traits.h"
 
 namespace jax_mergepath {
 
@@ -108,7 +109,7 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
 }
 
 // The runtime payload of a merge call -> launch_merge's template (values move as raw bits):
-// kernel_traits.h's merge entry point, instantiated in ffi/cuda/instances/.
+// per_traits.h's merge launcher, instantiated in ffi/cuda/instances/merge_*.cu.
 template <typename Traits>
 cudaError_t merge_for_traits(const MergeCall& call, int32_t* workspace, cudaStream_t stream) {
   return visit_payload(call.payload, call.value_bytes, [&](auto kind, auto element) {

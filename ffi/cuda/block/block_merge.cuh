@@ -1,7 +1,8 @@
-// block_merge.cuh: the block level of the CUDA merges: a tile's shared-memory layout, its load
-// (keys and values) and its store (keys, then indices or values), shared by the tiled and packed
-// merge kernels, the block sort and the test sweeps; and the check that a block's threads merged
-// a chain of spans (unsorted input breaks it). Thread-level merging is merge_path.h's.
+// block_merge.cuh (level: block): the block level of the CUDA merges: a tile's shared-memory
+// layout, its load (keys and values) and its store (keys, then indices or values), shared by the
+// tiled and packed merge kernels, the block sort and the test sweeps; and the check that a block's
+// threads merged a chain of spans (unsorted input breaks it). Thread-level merging is
+// merge_path.h's.
 #pragma once
 
 #include <cuda_runtime.h>

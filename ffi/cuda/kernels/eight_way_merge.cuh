@@ -1,6 +1,6 @@
-// eight_way_merge.cuh: the eight-way pass of the CUDA mergesort: every eight consecutive sorted
-// runs of width w of every row merged into one run of 8 w, reading and writing the keys (and the
-// carried payload) once for three merge levels. Two launches, on the shared core:
+// eight_way_merge.cuh (level: kernels): the eight-way pass of the CUDA mergesort: every eight
+// consecutive sorted runs of width w of every row merged into one run of 8 w, reading and writing
+// the keys (and the carried payload) once for three merge levels. Two launches, on the shared core:
 //   1. eight_way_partition_kernel: for every tile boundary d of every group of eight runs, eight
 //      lanes find the eight runs' counts among the first d outputs from the run lengths alone
 //      (no samples, no earlier launch; k_way_co_rank_lanes, merge_path.h's k_way_split a lane a
@@ -12,7 +12,7 @@
 //      merge_full_sorted every time), and stores through shared memory like the quad pass
 //      (block_merge.cuh store_tile_outputs).
 // Ties go to the earlier run at every level: stable. A tile holds (threads - 3) x items outputs
-// (three pads at the first level). tuning.h says which passes are eight-way (sort_pass_factor)
+// (three pads at the first level). tuning/sort.h says which passes are eight-way (sort_pass_factor)
 // and with which shape (eight_way_shape). Sort passes only: runs sorted by the block sort or an
 // earlier pass, every key valid, payload none or a value. Rows flagged sorted (layout.row_done)
 // have empty groups.
@@ -23,14 +23,15 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "merge_kernels.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 
@@ -279,7 +280,7 @@ cudaError_t launch_eight_way_partition(const MergeCall& pairs, int64_t tile, int
 
 // Enqueues the eight-way pass that merges the runs of width pairs.layout.n eight at a time
 // (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
-// eight_way_workspace_elements (tuning.h).
+// eight_way_workspace_elements (tuning/workspace.h).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = EightWayPolicy<int(sizeof(typename Traits::Bits)),
                                            payload_bytes(kPayload, int(sizeof(Value)))>>

@@ -1,8 +1,8 @@
-// block_sort.cuh: the block sort of the CUDA mergesort, stable, with its payload, on the shared
-// thread level (sort_network.h, merge_path.h) as the CPU runs it. A block sorts either one tile
-// of SortPolicy::kTile keys of a long row (the last tile of a row may be short), or several
-// short rows packed in one tile, each in its own segment of a whole number of threads' slots
-// (sort_segment).
+// block_sort.cuh (level: kernels): the block sort of the CUDA mergesort, stable, with its payload,
+// on the shared thread level (sort_network.h, merge_path.h) as the CPU runs it. A block sorts
+// either one tile of SortPolicy::kTile keys of a long row (the last tile of a row may be short), or
+// several short rows packed in one tile, each in its own segment of a whole number of threads'
+// slots (sort_segment).
 //   1. the block's keys (contiguous in global memory) are loaded into shared memory
 //      (tile_io.cuh: 16-byte loads); each thread takes its kItems consecutive slots of its
 //      segment into registers as held keys (ordering.h HeldKey: one register a key, compared
@@ -28,13 +28,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_network.h"
-#include "jax_mergepath/tuning.h"
-#include "tile_io.cuh"
+#include "jax_mergepath/tuning/sort.h"
 
 namespace jax_mergepath {
 

@@ -1,8 +1,8 @@
-// block_scan.cuh: a block's exclusive prefix sum of one integer a thread, and the block's total
-// (warp shuffles, then every warp scans the warp totals). Every thread of the (1-D) block calls
-// it; `storage` may be written again (the next call) only after a __syncthreads. Written here so
-// the sort kernels include no CUB header: CUB's block scan header alone costs each translation
-// unit that includes it ~5 s of nvcc (docs/performance.md, "Kernel instances").
+// block_scan.cuh (level: block): a block's exclusive prefix sum of one integer a thread, and the
+// block's total (warp shuffles, then every warp scans the warp totals). Every thread of the (1-D)
+// block calls it; `storage` may be written again (the next call) only after a __syncthreads.
+// Written here so the sort kernels include no CUB header: CUB's block scan header alone costs each
+// translation unit that includes it ~5 s of nvcc (docs/performance.md, "Kernel instances").
 #pragma once
 
 namespace jax_mergepath {

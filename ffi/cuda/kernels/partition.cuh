@@ -1,9 +1,9 @@
-// partition.cuh: the partition pass of the CUDA tiled merge: for every merge of the batch and
-// every tile boundary k (batch_geometry.h's tile map), the merge-path split co_rank(k), written
-// to the workspace as (tiles + 1) int32 per merge.
+// partition.cuh (level: kernels): the partition pass of the CUDA tiled merge: for every merge of
+// the batch and every tile boundary k (batch_geometry.h's tile map), the merge-path split
+// co_rank(k), written to the workspace as (tiles + 1) int32 per merge.
 //
-// Two strategies, by the number of boundaries (tuning.h partition_boundaries_per_block), with the
-// same split for any input (the warp replays the thread's descent):
+// Two strategies, by the number of boundaries (tuning/merge.h partition_boundaries_per_block), with
+// the same split for any input (the warp replays the thread's descent):
 //   * few (<= kWarpSearchMaxBoundaries): one warp per boundary, five levels of the descent a step
 //     (~6 dependent steps for 2^27): latency is what matters when the grid is small.
 //   * many: one thread per boundary, merge_path.h's grid_co_rank_search on A's ABSOLUTE
@@ -11,8 +11,8 @@
 //     the top levels' A probes are the same few elements for every boundary (L2 hits). (Tried
 //     and slower on an H200, docs/performance.md: a 4-ary search, and sampled ranks + a
 //     window search.)
-// (Small batches without order checks skip this pass: tuning.h merge_splits_in_tiles; their tile
-// blocks call warp_split themselves. So do the first tiles of larger sort passes, while this
+// (Small batches without order checks skip this pass: tuning/merge.h merge_splits_in_tiles; their
+// tile blocks call warp_split themselves. So do the first tiles of larger sort passes, while this
 // pass runs: the merge kernel's early tiles, merge_kernels.cuh.)
 // Consecutive blocks share one boundary (both write the same split), so a block holds both
 // splits of every boundary pair it starts. With `chain_flags` (merge_checks_order), block b
@@ -30,11 +30,11 @@
 
 #include <cstdint>
 
-#include "grid_launch.cuh"
+#include "../block/grid_launch.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
 
 namespace jax_mergepath {
 
@@ -176,8 +176,8 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
 
 // Enqueues the partition pass of a tiled merge: the split of every tile boundary of every merge
 // into workspace[0, map.boundaries()), and (merge_checks_order) the blocks' chain flags and
-// masks after them (tuning.h partition_flag_elements). next_starts_early: the kernel enqueued next
-// is a tiled merge with early tiles.
+// masks after them (tuning/merge.h partition_flag_elements). next_starts_early: the kernel enqueued
+// next is a tiled merge with early tiles.
 template <typename Traits>
 cudaError_t launch_partition(const MergeCall& call, const TileMap& map, int32_t* workspace,
                              cudaStream_t stream, bool next_starts_early = false) {

@@ -1,8 +1,8 @@
-// device_sms.h: the streaming multiprocessors of the current CUDA device, read once a device and
-// cached (MergeCall::sms; tuning.h merge_searching_tiles_most). Host code, plain C++ on the CUDA
-// runtime API (the FFI handlers, built by the host compiler, and the sweeps). It allocates
-// nothing, synchronizes nothing and enqueues nothing, so a handler that calls it stays safe in
-// CUDA graphs; it returns the first CUDA error met.
+// device_sms.h (level: entry): the streaming multiprocessors of the current CUDA device, read once
+// a device and cached (MergeCall::sms; tuning/merge.h merge_searching_tiles_most). Host code, plain
+// C++ on the CUDA runtime API (the FFI handlers, built by the host compiler, and the sweeps). It
+// allocates nothing, synchronizes nothing and enqueues nothing, so a handler that calls it stays
+// safe in CUDA graphs; it returns the first CUDA error met.
 #pragma once
 
 #include <cuda_runtime_api.h>

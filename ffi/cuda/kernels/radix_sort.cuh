@@ -1,12 +1,13 @@
-// radix_sort.cuh: the CUDA sort's radix path (tuning.h "radix path") for 2- and 4-byte keys (one
-// byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or with a 4-byte
-// payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's segmented radix
-// sort (tuning.h segmented_radix_possible), each step below a row at a time.
-// Integer keys alone, or with 4-byte values ascending, go direct (radix_sort_direct, tuning.h
-// radix_direct): CUB sorts them as their own type from the inputs into the outputs, the workspace
-// holding its temporary storage (with its spare buffers); keys alone descending are then
-// reversed in place.
-// Other calls sort the keys' directed order keys (ordering.h), bit-identical to the merge sort:
+// radix_sort.cuh (level: kernels): the CUDA sort's radix path (tuning/radix.h "radix path") for 2-
+// and 4-byte keys (one byte: counting_sort.cuh, counting_scatter.cuh): one row of n keys, alone or
+// with a 4-byte payload, sorted by CUB's onesweep radix sort; rows of 2-byte keys by CUB's
+// segmented radix sort (tuning/radix.h segmented_radix_possible), each step below a row at a time.
+// Integer keys alone, or with 4-byte values ascending (tuning/radix.h radix_direct), go direct
+// (radix_sort_direct) where the workspace holds CUB's need, as the lowering sizes it for the
+// method kRadixDirect (call_args.h SortMethod): CUB sorts them as their own type from the inputs
+// into the outputs, the workspace holding its temporary storage (with its spare buffers); keys
+// alone descending are then reversed in place. Other calls sort the keys' directed order keys
+// (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
 //      their NaN, zero and negative keys;
@@ -18,12 +19,13 @@
 //      with neither writes nothing.
 // A call whose keys the caller drops (SortCall::keys_needed false: argsort) skips the counts, the
 // keys' decode and the fix-up; only a payload CUB left in the spare buffer moves.
-// All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning.h
+// All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning/workspace.h
 // radix_workspace_elements) holds the class counts, then CUB's temporary storage (direct: only
 // CUB's, with its spare buffers); if CUB asks for more than it holds, the path is not taken
-// (*taken = false) and the caller merge-sorts; a direct sort without the sort's own spare
-// buffers cannot fall back and fails with cudaErrorInvalidValue instead (the lowering gives it
-// the bound, and leaves the spares empty only where CUB takes onesweep: _ffi.py).
+// (*taken = false) and the caller merge-sorts; a kRadixDirect call, without the sort's own spare
+// buffers, cannot fall back and fails with cudaErrorInvalidValue instead (the lowering gives it
+// the bound, and resolves 2-byte keys direct only where CUB takes onesweep: sort_method.h
+// resolve_sort_method).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,13 +33,14 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "block_scan.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/scan_in_place.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/ordering.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/workspace.h"
 #include "radix_cub.h"
-#include "scan_in_place.cuh"
 
 namespace jax_mergepath {
 
@@ -121,9 +124,8 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   }
 }
 
-// One block: the three count arrays made exclusive prefixes, their totals at [blocks]. (A
-// template, so the header defines it in every translation unit without a clash.)
-inline constexpr int kRadixScanThreads = 1024;
+// One block (kRadixScanThreads): the three count arrays made exclusive prefixes, their totals at
+// [blocks]. (A template, so the header defines it in every translation unit without a clash.)
 
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts) {
@@ -256,7 +258,7 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
       return cub_radix_sort_direct<Key, kPairs>(temp, bytes, in, out, values, out_values, n,
                                                 stream);
     }
-    if constexpr (sizeof(Key) == 2 && !kPairs) {  // (tuning.h radix_direct: rows of 2 bytes)
+    if constexpr (sizeof(Key) == 2 && !kPairs) {  // (tuning/radix.h radix_direct: rows of 2 bytes)
       return cub_segmented_radix_sort_keys_direct<Key>(temp, bytes, in, out, rows, n, stream);
     }
     return cudaErrorInvalidValue;
@@ -271,7 +273,7 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
   if (need > have) return cudaSuccess;
   *taken = true;
   if (cudaError_t err = sort_own(workspace, &have); err != cudaSuccess) return err;
-  if (kPairs || !call.descending) return cudaSuccess;  // (tuning.h radix_direct: pairs ascend)
+  if (kPairs || !call.descending) return cudaSuccess;  // (radix_direct: pairs ascend)
   return reverse_rows(static_cast<Bits*>(call.out_keys), rows, n, stream);
 }
 
@@ -299,7 +301,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       }
       if (call.spare_keys == nullptr || (kPayload != PayloadKind::kNone &&
                                          call.spare_payload == nullptr)) {
-        return cudaErrorInvalidValue;  // (the bound held short: see the top)
+        return cudaErrorInvalidValue;  // (kRadixDirect: the bound held short; see the top)
       }
     }
   }
@@ -321,7 +323,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   constexpr int kEndBit = 8 * kKeyBytes;
   auto cub_sort = [&](void* temp, size_t* bytes) -> cudaError_t {
     if (rows == 1) return cub_radix_sort<Bits, kPairs>(temp, bytes, buffers, n, kEndBit, stream);
-    if constexpr (kKeyBytes == 2) {  // (tuning.h segmented_radix_possible)
+    if constexpr (kKeyBytes == 2) {  // (tuning/radix.h segmented_radix_possible)
       return cub_segmented_radix_sort<Bits, kPairs>(temp, bytes, buffers, rows, n, kEndBit,
                                                     stream);
     }

@@ -1,10 +1,10 @@
-// merge_cuda.cu: merge_cuda, the CUDA batched merge's entry point (cuda_entry.h): the key
-// type of the call -> merge_for_traits of its kernel traits (kernel_traits.h; the kernels are
-// compiled in ffi/cuda/instances/).
+// merge_cuda.cu (level: entry): merge_cuda, the CUDA batched merge's entry point (cuda_entry.h):
+// the key type of the call -> merge_for_traits of its kernel traits (launch/per_traits.h; the
+// kernels are compiled in ffi/cuda/instances/merge_*.cu). Dispatch only: no kernel code here.
 #include <cuda_runtime.h>
 
+#include "../launch/per_traits.h"
 #include "cuda_entry.h"
-#include "kernel_traits.h"
 
 namespace jax_mergepath {
 

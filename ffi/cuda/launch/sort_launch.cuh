@@ -1,42 +1,50 @@
-// sort_dispatch.cuh: the CUDA mergesort of one key traits (kernel_traits.h sort_for_traits, the
-// entry sort_cuda in sort_cuda.cu; instantiated in ffi/cuda/instances/). All on `stream`,
-// no allocation, no host sync (graph-safe). Where tuning.h sort_takes_radix says, the radix path
-// runs instead (one-byte keys: counting_sort.cuh alone, counting_scatter.cuh with a payload;
-// else radix_sort.cuh; each may decline, for want of workspace or of rows); otherwise:
+// sort_launch.cuh (level: launch): the CUDA sort of one key traits (per_traits.h
+// sort_for_traits, reached from the entry sort_cuda in entry/sort_cuda.cu; instantiated in
+// ffi/cuda/instances/sort_*.cu). All on `stream`, no allocation, no host sync (graph-safe).
+// The call's method (call_args.h SortMethod, resolved when it was lowered: sort_method.h) says
+// whether the radix path runs instead (sort_takes_radix of the call's rows, which may be a
+// shard's: kMerge never, kRadix and kRadixDirect where the radix path can run them, kAdaptive
+// where it also wins): one-byte keys kernels/counting_sort.cuh alone, counting_scatter.cuh with a
+// payload, else kernels/radix_sort.cuh, each of which may decline for want of workspace or of
+// rows (not kRadixDirect's direct sort); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
-//      any out-of-order neighbour pair clears its flag (the is_sorted kernel); rows of one tile
-//      are checked by the block sort itself (a block of sorted rows skips its sort);
-//   2. block sort (block_sort.cuh): every tile of every unsorted row sorted, into the buffer
-//      from which the passes end in the outputs; tiles of sorted rows copied to the outputs
-//      (tiles of tuning.h's SortPolicy, or of its wide one where sort_takes_wide_tile);
+//      any out-of-order neighbour pair clears its flag (is_sorted_for_traits:
+//      query_launch.cuh); rows of one tile are checked by the block sort itself (a block of
+//      sorted rows skips its sort);
+//   2. block sort (kernels/block_sort.cuh): every tile of every unsorted row sorted, into the
+//      buffer from which the passes end in the outputs; tiles of sorted rows copied to the
+//      outputs (tiles of SortPolicy, or of its wide one where sort_takes_wide_tile);
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
-//      a two-way pass is ONE batched merge (merge_cuda: launch_merge) of the rows' run pairs
-//      (MergeLayout kRunPairs), doubling the width; a quad pass (quad_merge.cuh, where tuning.h
-//      sort_uses_quads) merges four runs at once, an eight-way pass (eight_way_merge.cuh, where
-//      sort_uses_eights) eight (tuning.h sort_pass_factor); sorted rows' merges are empty
-//      (row_done).
+//      a two-way pass is ONE batched merge (merge_for_traits: merge_launch.cuh) of the rows' run
+//      pairs (MergeLayout kRunPairs), doubling the width; a quad pass
+//      (kernels/quad_merge.cuh, where sort_uses_quads) merges four runs at once, an eight-way
+//      pass (kernels/eight_way_merge.cuh, where sort_uses_eights) eight (sort_pass_factor);
+//      sorted rows' merges are empty (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
-// sort and moved by the passes as a kValue payload of its width.
+// sort and moved by the passes as a kValue payload of its width. The merge and is_sorted
+// launchers are only declared here (per_traits.h): their kernels are compiled in their own
+// instances, not again in the sort's.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "block_sort.cuh"
-#include "counting_scatter.cuh"
-#include "counting_sort.cuh"
-#include "cuda_entry.h"
-#include "eight_way_merge.cuh"
-#include "grid_launch.cuh"
-#include "jax_mergepath/tuning.h"
-#include "kernel_traits.h"
-#include "quad_merge.cuh"
-#include "radix_sort.cuh"
+#include "../block/grid_launch.cuh"
+#include "../kernels/block_sort.cuh"
+#include "../kernels/counting_scatter.cuh"
+#include "../kernels/counting_sort.cuh"
+#include "../kernels/eight_way_merge.cuh"
+#include "../kernels/quad_merge.cuh"
+#include "../kernels/radix_sort.cuh"
+#include "jax_mergepath/sort_method.h"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/sort.h"
+#include "per_traits.h"
 
 namespace jax_mergepath {
 
-// The sort after its block sort of Policy's tile; quads, eights: tuning.h sort_uses_quads,
+// The sort after its block sort of Policy's tile; quads, eights: tuning/sort.h sort_uses_quads,
 // sort_uses_eights.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* splits,
@@ -50,7 +58,9 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
     const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
-    if (cudaError_t err = is_sorted_cuda(order, stream); err != cudaSuccess) return err;
+    if (cudaError_t err = is_sorted_for_traits<Traits>(order, stream); err != cudaSuccess) {
+      return err;
+    }
   }
 
   Bits* key_buf[2] = {static_cast<Bits*>(call.out_keys), static_cast<Bits*>(call.spare_keys)};
@@ -86,7 +96,7 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
     } else if (factor == 4) {
       err = launch_quad_pass<Traits, kCarried, Value>(pass, splits, stream);
     } else {
-      err = merge_cuda(pass, splits, stream);
+      err = merge_for_traits<Traits>(pass, splits, stream);
     }
     if (err != cudaSuccess) return err;
     width *= factor;
@@ -117,6 +127,8 @@ cudaError_t launch_sort(const SortCall& call, int32_t* splits, int64_t splits_el
     }
     if (err != cudaSuccess || taken) return err;
   }
+  // (kRadixDirect has no spare buffers to merge-sort with: the handler checked it runs)
+  if (call.method == SortMethod::kRadixDirect) return cudaErrorInvalidValue;
   const bool quads = sort_uses_quads(kKeyBytes, kCarriedBytes, call.rows, call.length);
   const bool eights = sort_uses_eights(kKeyBytes, kCarriedBytes, call.rows, call.length);
   if constexpr (Wide::kTile > Policy::kTile) {  // (one more instantiation)

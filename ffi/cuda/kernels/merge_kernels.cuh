@@ -1,5 +1,5 @@
-// merge_kernels.cuh: the kernel level of the CUDA batched merge, on the shared core (thread
-// level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
+// merge_kernels.cuh (level: kernels): the kernel level of the CUDA batched merge, on the shared
+// core (thread level: merge_path.h; block level: block_merge.cuh, tile_io.cuh).
 //
 // Merges longer than a tile ("tiled"), after the partition pass (partition.cuh) wrote every tile
 // boundary's split (large sort passes: the first tiles search their own while it runs; small
@@ -12,8 +12,8 @@
 // the other side precede it (through shared memory, coalesced); short rows of them take the rows
 // kernel below.
 // Rows no longer than a tile, every element valid ("rows"): a block merges rows_per_block whole
-// rows (tuning.h merge_rows_shape), a group of threads a row, each thread kItems outputs of its
-// row with the branch-free merge_full; outputs are staged in shared memory and stored by the
+// rows (tuning/merge.h merge_rows_shape), a group of threads a row, each thread kItems outputs of
+// its row with the branch-free merge_full; outputs are staged in shared memory and stored by the
 // block. Ragged rows ("packed"): a block merges up to kMaxRowsPerTile whole rows, its threads
 // crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges; every output is a permutation of its
@@ -26,14 +26,14 @@
 
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "partition.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 
@@ -72,8 +72,8 @@ __device__ __forceinline__ TileRanges tile_ranges_of(const MergeLayout& layout,
 }
 
 // The ranges of tile `tile_id` with its two splits searched by the block itself (no partition
-// pass, tuning.h merge_splits_in_tiles, or an early tile, merge_early_tiles): warps 0 and 1 find
-// the start and end splits (partition.cuh warp_split), exactly the partition pass's. a_all /
+// pass, tuning/merge.h merge_splits_in_tiles, or an early tile, merge_early_tiles): warps 0 and 1
+// find the start and end splits (partition.cuh warp_split), exactly the partition pass's. a_all /
 // b_all: the batch's A and B keys. Every thread of the block calls it (a barrier inside);
 // `found` is shared.
 template <typename Traits>
@@ -98,7 +98,7 @@ __device__ __forceinline__ TileRanges tile_ranges_searched(
 // merge, 292 for int64 + int32), kFlagsALane independent loads a lane at a time, so a tile waits
 // for one load, not one per flag. The two blocks at its ends may hold other merges' pairs too:
 // lanes 0 and 1 read their flags beside the others and, only where one is set (unsorted input),
-// the block's mask of broken pairs. (kFlagsALane: tuning.h.)
+// the block's mask of broken pairs. (kFlagsALane: tuning/merge.h.)
 
 __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags, int64_t tile_id,
                                                       const TileMap& map) {
@@ -127,7 +127,7 @@ __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags
     const uint32_t base = end_block * fresh;
     const uint32_t lo = (first > base ? first : base) - base;
     const uint32_t hi = (last < base + fresh - 1 ? last : base + fresh - 1) - base;
-    // tuning.h partition_blocks and partition_mask_words, in 32 bits (a 64-bit division here
+    // tuning/merge.h partition_blocks and partition_mask_words, in 32 bits (a 64-bit division here
     // made ptxas spill the merge).
     const uint32_t blocks = (static_cast<uint32_t>(map.boundaries()) - 2) / fresh + 1;
     const int32_t* mask = chain_flags + blocks + end_block * ((fresh + 31) / 32);
@@ -233,7 +233,7 @@ __device__ __forceinline__ void store_gap_ranks(const GapRanks& gap, void* ranks
   for (int x = threadIdx.x; x < gap.count; x += kThreads) out[x] = gap.rank;
 }
 
-// Unsorted input (merges of the caller's input only, tuning.h merge_checks_order). A block
+// Unsorted input (merges of the caller's input only, tuning/merge.h merge_checks_order). A block
 // whose threads' spans do not chain up (block_merge.cuh SpanChain) emits its inputs as A then B
 // instead: the tiled kernel from the tile still staged (one more barrier a tile), the rows and
 // packed kernels by copying their broken rows again (SpanChainWithEnds: the rows holding a
@@ -282,7 +282,7 @@ __device__ void copy_rows_concatenated(const MergeCall& call, int64_t row0, int 
 
 // One block per tile: load the tile's exact A and B ranges, merge, store. Tiles without a ragged
 // tail inside them (every tile of a full-length merge) take the branch-free thread merge.
-// splits: the partition pass's, or null when the block searches its own (tuning.h
+// splits: the partition pass's, or null when the block searches its own (tuning/merge.h
 // merge_splits_in_tiles, merge_early_tiles). chain_flags: the partition's (merge_checks_order),
 // else null (no check: a sort pass's runs, searchsorted's ranks). Returns true iff the merge's
 // partition splits do not chain up.
@@ -415,7 +415,7 @@ __device__ __forceinline__ bool tiled_block(const MergeCall& call, const int32_t
                                      chain_broken_in_merge(chain_flags, blockIdx.x, map));
 }
 
-// The tiled merge of a batch. Tiles [0, early_tiles) (tuning.h merge_early_tiles: large sort
+// The tiled merge of a batch. Tiles [0, early_tiles) (tuning/merge.h merge_early_tiles: large sort
 // passes, after a partition pass) search their own splits and start without waiting for the
 // pass before them, which waited first (grid_launch.cuh); the others wait and read its splits.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>

@@ -1,7 +1,8 @@
-// common.h: what the CPU and CUDA FFI handlers share: the DataType -> KeyType table, and the
-// decoding + validation of a merge / co_rank call's buffers into the plain MergeCall / CoRankCall
-// of call_args.h. Shapes are (rows..., length): every leading dimension is a batch row.
-// Handlers return ffi::Error, never throw.
+// decode.h (level: FFI handlers): how the CPU and CUDA FFI handlers decode every call: the DataType
+// -> KeyType table, the targets' FFI signatures (bind_*), and the decoding + validation of each
+// call's buffers and attributes into the plain call structs of call_args.h (decode_*). Shapes are
+// (rows..., length): every leading dimension is a batch row. Handlers return ffi::Error, never
+// throw.
 #pragma once
 
 #include <cstdint>
@@ -256,7 +257,7 @@ auto bind_sort(Binding binding) {
       .RemainingRets()  // payload output, spare keys, spare payload, row flags, (CUDA) splits
       .template Attr<bool>("descending")
       .template Attr<int64_t>("payload")
-      .template Attr<int64_t>("method")  // tuning.h SortMethod (the CPU sort has one)
+      .template Attr<int64_t>("method")  // call_args.h SortMethod, resolved by the lowering
       .template Attr<bool>("keys_needed");
 }
 
@@ -286,16 +287,17 @@ inline ffi::ErrorOr<void*> extra_buffer(const ffi::RemainingRets& extra, size_t 
 
 // Decodes a sort call. Operands: keys (rows..., length), then the values (payload 2: one array
 // shaped like the keys). Results: sorted keys, the payload output (payload 1: int32; 2: values),
-// spare keys, spare payload (payload 1, 2) (empty allowed with spare_buffers_may_be_empty),
-// one uint8 flag a row; the CUDA handler's partition workspace follows. The results it returns the index of: the first one after these.
+// spare keys, spare payload (payload 1, 2), both empty (no elements) exactly for the method
+// kRadixDirect, one uint8 flag a row; the CUDA handler's partition workspace follows.
+// next_extra: the index of the first result after these.
 inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::RemainingArgs& values,
                                           ffi::Result<ffi::AnyBuffer> out,
                                           const ffi::RemainingRets& extra, bool descending,
                                           int64_t payload, int64_t method, bool keys_needed,
-                                          bool spare_buffers_may_be_empty, size_t& next_extra) {
+                                          size_t& next_extra) {
   const char* op = "sort";
   SortCall call{};
-  if (method < 0 || method > 2) return ffi::Unexpected(invalid(op, "unknown sort method"));
+  if (method < 0 || method > 3) return ffi::Unexpected(invalid(op, "unknown sort method"));
   call.method = static_cast<SortMethod>(method);
   call.keys_needed = keys_needed;
   call.key_type = key_type_of(keys.element_type());
@@ -344,18 +346,20 @@ inline ffi::ErrorOr<SortCall> decode_sort(ffi::AnyBuffer keys, const ffi::Remain
     if (!p.has_value()) return ffi::Unexpected(p.error());
     call.out_payload = *p;
   }
-  // Spare buffers: empty where the CUDA lowering gives the direct radix sort its spares in the
-  // workspace instead (spare_keys / spare_payload nullptr; the CUDA handler checks that the call
-  // takes that path).
+  // Spare buffers: empty for kRadixDirect, whose spares the lowering put in the workspace
+  // (spare_keys / spare_payload nullptr; the CUDA handler checks the workspace holds them).
+  const bool spares_empty = call.method == SortMethod::kRadixDirect;
   auto spare_buffer = [&](int64_t elements, ffi::DataType type,
                           const char* what) -> ffi::ErrorOr<void*> {
-    bool empty = false;
-    if (spare_buffers_may_be_empty && i < extra.size()) {
-      auto given = extra.get<ffi::AnyBuffer>(i);
-      empty = given.has_value() && (*given)->element_count() == 0;
+    auto buffer = extra_buffer(extra, i, spares_empty ? 0 : elements, type, op, what);
+    if (!buffer.has_value() || !spares_empty) {
+      ++i;
+      return buffer;
     }
-    auto buffer = extra_buffer(extra, i++, empty ? 0 : elements, type, op, what);
-    if (!buffer.has_value() || !empty) return buffer;
+    if (extra.get<ffi::AnyBuffer>(i++).value()->element_count() != 0) {
+      return ffi::Unexpected(invalid(op, std::string(what) + ": the method kRadixDirect takes "
+                                     "them in the workspace; expected an empty buffer"));
+    }
     return static_cast<void*>(nullptr);
   };
   auto spare = spare_buffer(count, keys.element_type(), "spare keys");

@@ -1,13 +1,13 @@
-// counting_sort.cuh: the CUDA sort of one-byte keys alone (bool, int8, uint8, all run as U8Key;
-// tuning.h "counting path") by counting: a sorted row is its 256 directed order keys in order,
-// each repeated as often as it occurs in the row. Equal one-byte integer keys have equal bits, so
-// the output is the stable merge sort's, bit for bit. Two shapes:
+// counting_sort.cuh (level: kernels): the CUDA sort of one-byte keys alone (bool, int8, uint8, all
+// run as U8Key; tuning/radix.h "counting path") by counting: a sorted row is its 256 directed order
+// keys in order, each repeated as often as it occurs in the row. Equal one-byte integer keys have
+// equal bits, so the output is the stable merge sort's, bit for bit. Two shapes:
 //   * a block a row (counting_rows_kernel): the block counts its row in shared memory, scans the
 //     counts and writes the row (no workspace needed): rows of up to a tile, or many rows;
 //   * tiles, for one row longer than a tile with kCountingBins int32 of workspace: zero the
 //     row's counts (workspace), add every tile's counts to them (counting_tile_kernel), then
 //     every tile scans them and writes its part of the row (counting_fill_kernel);
-// otherwise (a few rows longer than a tile; tuning.h counting_shape) the merge sort runs.
+// otherwise (a few rows longer than a tile; tuning/radix.h counting_shape) the merge sort runs.
 // Reads and writes go by aligned 16-byte words, the unaligned ends of a row byte by byte. All on
 // `stream`, no allocation, no host sync (graph-safe).
 #pragma once
@@ -16,11 +16,11 @@
 
 #include <cstdint>
 
-#include "block_scan.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/radix.h"
 
 namespace jax_mergepath {
 
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kCountingThreads)
 // The counting path of a sort (see the top) with the one-byte keys' Traits (U8Key; the kernels
 // are templates so that every translation unit may include this header). `workspace` /
 // `workspace_elements`: the call's int32 workspace; the tiled shape needs kCountingBins of it.
-// *taken = false (nothing enqueued) where tuning.h counting_shape declines: the caller
+// *taken = false (nothing enqueued) where tuning/radix.h counting_shape declines: the caller
 // merge-sorts.
 template <typename Traits>
 cudaError_t counting_sort(const SortCall& call, int32_t* workspace, int64_t workspace_elements,

@@ -1,6 +1,6 @@
-// counting_scatter.cuh: the CUDA sort of one row of one-byte keys (U8Key traits) with a 4-byte
-// payload (argsort's positions or 4-byte values; tuning.h scatter_possible): one stable pass of
-// an 8-bit counting sort, over tiles of kScatterTile keys:
+// counting_scatter.cuh (level: kernels): the CUDA sort of one row of one-byte keys (U8Key traits)
+// with a 4-byte payload (argsort's positions or 4-byte values; tuning/radix.h scatter_possible):
+// one stable pass of an 8-bit counting sort, over tiles of kScatterTile keys:
 //   1. count (counting_sort.cuh counting_tile_kernel, a block a tile): counts[bin][tile], the
 //      tile's keys of each directed order key, in the workspace;
 //   2. scan (a block a bin): counts[bin][.] made exclusive prefixes over the tiles, the bin's
@@ -17,13 +17,14 @@
 
 #include <cstdint>
 
-#include "block_scan.cuh"
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/scan_in_place.cuh"
 #include "counting_sort.cuh"
-#include "grid_launch.cuh"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/key_types.h"
-#include "jax_mergepath/tuning.h"
-#include "scan_in_place.cuh"
+#include "jax_mergepath/tuning/radix.h"
+#include "jax_mergepath/tuning/workspace.h"
 
 namespace jax_mergepath {
 
@@ -48,10 +49,9 @@ using CountScan = BlockScanStorage<uint32_t, kCountingThreads>;
 template <typename Traits>
 __global__ void __launch_bounds__(kCountingThreads)
     scatter_scan_kernel(uint32_t* counts, int64_t tiles, uint32_t* totals) {
-  constexpr int kScanItems = 8;  // consecutive tiles a thread a round
   __shared__ CountScan scan;
   grid_prologue();
-  const uint32_t total = scan_in_place<uint32_t, kCountingThreads, kScanItems>(
+  const uint32_t total = scan_in_place<uint32_t, kCountingThreads, kScatterScanItems>(
       counts + int64_t{blockIdx.x} * tiles, tiles, scan);
   if (threadIdx.x == 0) totals[blockIdx.x] = total;
 }

@@ -1,19 +1,20 @@
-// grid_launch.cuh: how every kernel of the package is launched: with programmatic dependent
-// launch (Hopper), so a kernel's blocks are made resident while the kernel before it in the
-// stream finishes (the launch gap between two kernels of one call, ~2 us on an H100, goes;
-// docs/performance.md). Every kernel starts with grid_prologue(), which waits until the previous
-// kernel has completed and its writes are visible before the kernel touches memory. One exception:
-// a partition pass followed by a tiled merge with early tiles (merge_kernels.cuh) starts with
-// grid_prologue_waiting_first(), and those tiles, which read only what was written before the
-// partition, never wait: they start only after every kernel before the partition has completed
-// (its writes flushed, as at any kernel's end), so they read what plain stream order gives them.
-// (The PTX text promises visibility to a grid that executes griddepcontrol.wait; that a grid
-// launched after a completed kernel sees its writes without one is how completion works, not a
-// sentence of that text. Measured: GPU suite, memcheck; docs/performance.md.) Without programmatic
-// launch (older GPUs, a graph without the edge) the kernels simply run one after the other. A build
-// for an architecture below sm_90 (CMakeLists.txt defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches
-// plainly: such code has no prologue (griddepcontrol needs sm_90), and PTX of it compiled for a
-// Hopper GPU at load time must not overlap the kernel before it.
+// grid_launch.cuh (level: block: every kernel's prologue, every launch): how every kernel of the
+// package is launched: with programmatic dependent launch (Hopper), so a kernel's blocks are made
+// resident while the kernel before it in the stream finishes (the launch gap between two kernels of
+// one call, ~2 us on an H100, goes; docs/performance.md). Every kernel starts with grid_prologue(),
+// which waits until the previous kernel has completed and its writes are visible before the kernel
+// touches memory. One exception: a partition pass followed by a tiled merge with early tiles
+// (merge_kernels.cuh) starts with grid_prologue_waiting_first(), and those tiles, which read only
+// what was written before the partition, never wait: they start only after every kernel before the
+// partition has completed (its writes flushed, as at any kernel's end), so they read what plain
+// stream order gives them. (The PTX text promises visibility to a grid that executes
+// griddepcontrol.wait; that a grid launched after a completed kernel sees its writes without one is
+// how completion works, not a sentence of that text. Measured: GPU suite, memcheck;
+// docs/performance.md.) Without programmatic launch (older GPUs, a graph without the edge) the
+// kernels simply run one after the other. A build for an architecture below sm_90 (CMakeLists.txt
+// defines JMP_NO_PROGRAMMATIC_LAUNCH then) launches plainly: such code has no prologue
+// (griddepcontrol needs sm_90), and PTX of it compiled for a Hopper GPU at load time must not
+// overlap the kernel before it.
 #pragma once
 
 #include <cuda_runtime.h>

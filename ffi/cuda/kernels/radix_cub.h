@@ -1,7 +1,7 @@
-// radix_cub.h: the radix path's calls into CUB (radix_sort.cuh), stable LSD radix sorts of one
-// row of n keys, enqueued on `stream`; CUB allocates nothing here (the caller's temp) and syncs
-// nothing (graph-safe). With temp == nullptr each only writes CUB's temporary storage size to
-// *temp_bytes (host arithmetic, no launch).
+// radix_cub.h (level: kernels): the radix path's calls into CUB (radix_sort.cuh), stable LSD radix
+// sorts of one row of n keys, enqueued on `stream`; CUB allocates nothing here (the caller's temp)
+// and syncs nothing (graph-safe). With temp == nullptr each only writes CUB's temporary storage
+// size to *temp_bytes (host arithmetic, no launch).
 //   cub_radix_sort: n unsigned order keys, bits [0, end_bit), with 4-byte values alongside
 //     (kPairs) or none (buffers.values unused), ping-ponging between keys[0] / keys[1]
 //     (values[0] / values[1]); the sorted data ends in keys[*key_side] (values[*value_side]).
@@ -14,8 +14,8 @@
 // Keys alone run with 64-bit offsets, pairs with 32-bit ones: CUB 3.0.1's sm_90 tiles for those
 // measured fastest (docs/performance.md, "Radix dispatch"); both forms of one key type and
 // kPairs share its kernels. Instantiated in ffi/cuda/instances/radix.cu (radix_cub.cuh) for the
-// widths and kPairs that tuning.h cub_radix_possible and radix_direct admit (one-byte keys are
-// the counting sorts': no instance; 8-byte keys only direct, alone; rows only 2-byte keys).
+// widths and kPairs that tuning/radix.h cub_radix_possible and radix_direct admit (one-byte keys
+// are the counting sorts': no instance; 8-byte keys only direct, alone; rows only 2-byte keys).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,6 +1,6 @@
-// radix_cub.cuh: the definitions of radix_cub.h's calls over cub::DeviceRadixSort and
-// cub::DeviceSegmentedRadixSort: DoubleBuffers (no extra key or value buffer in the temporary
-// storage) or, direct, out of place (an extra key and value buffer); tuning.h
+// radix_cub.cuh (level: kernels): the definitions of radix_cub.h's calls over cub::DeviceRadixSort
+// and cub::DeviceSegmentedRadixSort: DoubleBuffers (no extra key or value buffer in the temporary
+// storage) or, direct, out of place (an extra key and value buffer); tuning/workspace.h
 // radix_workspace_elements bounds either. Included only by ffi/cuda/instances/radix.cu.
 #pragma once
 
@@ -48,7 +48,7 @@ struct RowBounds {
   __host__ __device__ int operator[](int row) const { return (row + shift) * length; }
 };
 
-// rows x length keys as CUB's segmented sort takes them (rows * length < 2^31: tuning.h
+// rows x length keys as CUB's segmented sort takes them (rows * length < 2^31: tuning/radix.h
 // segmented_radix_possible).
 struct RowSegments {
   int items, segments;

@@ -1,6 +1,7 @@
-// quad_merge.cuh: the quad pass of the CUDA mergesort: every four consecutive sorted runs A, B,
-// C, D of width w of every row merged into one run of 4 w, reading and writing the keys (and the
-// carried payload) once for two merge levels. Three launches, all on the shared core:
+// quad_merge.cuh (level: kernels): the quad pass of the CUDA mergesort: every four consecutive
+// sorted runs A, B, C, D of width w of every row merged into one run of 4 w, reading and writing
+// the keys (and the carried payload) once for two merge levels. Three launches, all on the shared
+// core:
 //   1. the two-way partition (partition.cuh) of the run pairs (A, B) and (C, D) of width w, on
 //      the quad tile: the splits of X = merge(A, B) and Y = merge(C, D) every quad tile;
 //   2. quad_partition_kernel: for every quad tile boundary d, merge_path.h's quad_co_rank from
@@ -12,7 +13,7 @@
 //      (first level, in place: X's outputs padded to whole threads, Y's after them), then X with Y
 //      (merge_full both times) into registers, and stores through shared memory like the tiled
 //      merge (block_merge.cuh).
-// tuning.h says which sorts take quad passes (sort_uses_quads) and with which shapes.
+// tuning/sort.h says which sorts take quad passes (sort_uses_quads) and with which shapes.
 // Sort passes only: runs sorted by the block sort (no unsorted-input checks), every key valid,
 // payload none or a value (argsort's positions travel as int32 values). Rows flagged sorted
 // (layout.row_done) have empty quads.
@@ -23,15 +24,16 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block_merge.cuh"
-#include "grid_launch.cuh"
+#include "../block/block_merge.cuh"
+#include "../block/grid_launch.cuh"
+#include "../block/tile_io.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
-#include "jax_mergepath/tuning.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "merge_kernels.cuh"
 #include "partition.cuh"
-#include "tile_io.cuh"
 
 namespace jax_mergepath {
 
@@ -189,7 +191,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 }
 
 // Enqueues the partition launches of a quad pass on tile `tile`: the pairs' two-way splits, then
-// the quad splits after them in the workspace (quad_workspace_elements, tuning.h).
+// the quad splits after them in the workspace (quad_workspace_elements, call_args.h).
 template <typename Traits>
 cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t* workspace,
                                   cudaStream_t stream) {
@@ -212,7 +214,7 @@ cudaError_t launch_quad_partition(const MergeCall& pairs, int64_t tile, int32_t*
 
 // Enqueues the quad pass that merges the runs of width pairs.layout.n four at a time
 // (`pairs`: the two-way sort pass of that width, sort_pass) into the call's outputs; workspace:
-// quad_workspace_elements (tuning.h).
+// quad_workspace_elements (tuning/workspace.h).
 template <typename Traits, PayloadKind kPayload, typename Value,
           typename Policy = QuadPolicy<int(sizeof(typename Traits::Bits)),
                                        payload_bytes(kPayload, int(sizeof(Value)))>>

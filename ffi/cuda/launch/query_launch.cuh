@@ -1,0 +1,60 @@
+// query_launch.cuh (level: launch): the CUDA queries of one key traits (declared in
+// per_traits.h, instantiated in instances/queries.cu): co_rank and searchsorted's binary
+// searches a thread a query, is_sorted a memset of the row flags then a thread a chunk
+// (kernels/query_kernels.cuh); searchsorted of sorted queries is one merge path with a ranks
+// payload (merge_for_traits: launch/merge_launch.cuh). All on `stream`, no allocation, no host
+// sync (graph-safe); each returns the first CUDA error met.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../block/grid_launch.cuh"
+#include "../kernels/query_kernels.cuh"
+#include "jax_mergepath/call_args.h"
+#include "jax_mergepath/tuning/merge.h"
+#include "per_traits.h"
+
+namespace jax_mergepath {
+
+// Enqueues `kernel` a thread a unit of `units`, kQueryThreads a block, with `args`.
+template <typename... Params, typename... Args>
+cudaError_t launch_per_unit(void (*kernel)(Params...), int64_t units, cudaStream_t stream,
+                            Args... args) {
+  const int64_t blocks = ceil_div(units, kQueryThreads);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, args...);
+}
+
+template <typename Traits>
+cudaError_t co_rank_for_traits(const CoRankCall& call, cudaStream_t stream) {
+  const int64_t total = call.rows * call.queries;
+  if (total == 0) return cudaSuccess;
+  return launch_per_unit(co_rank_kernel<Traits>, total, stream, call,
+                         order_mask<Traits>(call.key_type, call.descending));
+}
+
+// The row flags start at 1 (a memset); a thread checks a chunk of kIsSortedChunk keys.
+template <typename Traits>
+cudaError_t is_sorted_for_traits(const IsSortedCall& call, cudaStream_t stream) {
+  if (call.rows == 0) return cudaSuccess;
+  if (cudaError_t err = cudaMemsetAsync(call.out, 1, call.rows, stream); err != cudaSuccess) {
+    return err;
+  }
+  if (call.length < 2) return cudaSuccess;
+  const int64_t chunks = ceil_div(call.rows * call.length, kIsSortedChunk);
+  return launch_per_unit(is_sorted_kernel<Traits>, chunks, stream, call,
+                         order_mask<Traits>(call.key_type, call.descending));
+}
+
+template <typename Traits>
+cudaError_t searchsorted_for_traits(const SearchCall& call, int32_t* splits,
+                                    cudaStream_t stream) {
+  const int64_t total = call.rows * call.queries;
+  if (total == 0) return cudaSuccess;
+  if (call.sorted_queries) return merge_for_traits<Traits>(search_as_merge(call), splits, stream);
+  return launch_per_unit(searchsorted_kernel<Traits>, total, stream, call);
+}
+
+}  // namespace jax_mergepath
