@@ -11,7 +11,7 @@ order (NaN last, -0.0 == +0.0, ties equal) is jnp's order of x, and which gives 
   "fnuz" types (the negative-zero pattern, 0x80) before every number: XLA's comparison does.
 Complex keys are two keys, the real then the imaginary part (jnp's lexicographic order), and
 have no kernel key: `order_keys` gives every key dtype's order as unsigned integers (most
-significant first) for the multi-key paths (_rows.py).
+significant first) for the multi-key paths (_dispatch.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
-Contract: arguments are checked at trace time (_checks.py); the merged axis is moved last for
-the row-level merges (_rows.py, which pick the kernels or the order-key way by key dtype and
+Contract: arguments are checked at trace time (_args.py); the merged axis is moved last for
+the row-level merges (_dispatch.py, which pick the kernels or the order-key way by key dtype and
 axis length) and moved back. Inputs that must be sorted go through require_sorted
-(_preconditions.py), which emits nothing unless check_sorted_inputs is on.
+(_checked.py), which emits nothing unless check_sorted_inputs is on.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._checks import (
+from jax_mergepath._args import (
     ArrayLike,
     PyTree,
     as_array,
@@ -36,11 +36,11 @@ from jax_mergepath._checks import (
     promote_keys,
     row_lengths,
 )
+from jax_mergepath._bits import concatenate_bits
+from jax_mergepath._checked import require_sorted
+from jax_mergepath._dispatch import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
 from jax_mergepath._dtypes import promote
-from jax_mergepath._gather import concatenate_bits
-from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
 from jax_mergepath._sharded import merge_split_axis
 
 

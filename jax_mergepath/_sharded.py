@@ -7,7 +7,7 @@ local shards with the sorted axis first: every device holds n keys, the global a
 devices' shards in axis_index order. It returns this device's share of the globally sorted
 array: the global ranks [i n, (i + 1) n) on device i. The order is the single-device sort's,
 stable: equal keys keep their global input order, or the reverse with reverse_ties (jnp.sort's
-descending). Data moves as bits (_gather.to_bits), so every bit of keys and values survives.
+descending). Data moves as bits (_bits.to_bits), so every bit of keys and values survives.
 
 Splitters: the elements are ordered by (order keys, tie rank of the device, position in its sorted
 shard), a total order; device k's share starts at the element of global rank k n. That element is
@@ -36,12 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._checks import fusable_values
+from jax_mergepath._args import fusable_values
+from jax_mergepath._bits import from_bits, reverse_bits, to_bits
+from jax_mergepath._dispatch import lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._dtypes import index_dtype, search_index_dtype
-from jax_mergepath._gather import from_bits, reverse_bits, to_bits
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 
 AxisName = str | tuple[str, ...]
 

@@ -2,8 +2,8 @@
 "API"), with jnp's and lax's signatures and, where they raise for an argument, their exception
 types.
 
-Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
-the row-level sorts and searches (_rows.py, which pick the kernels or the order-key way by key
+Contract: arguments are checked at trace time (_args.py); the sorted axis is moved last for
+the row-level sorts and searches (_dispatch.py, which pick the kernels or the order-key way by key
 dtype and axis length) and moved back.
 """
 
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jax_mergepath._checks import (
+from jax_mergepath._args import (
     ArrayLike,
     OperandShapeError,
     PyTree,
@@ -32,10 +32,10 @@ from jax_mergepath._checks import (
     normalize_axis,
     static_int,
 )
+from jax_mergepath._checked import require_sorted
+from jax_mergepath._dispatch import lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._dtypes import promote
-from jax_mergepath._preconditions import require_sorted
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._sharded import AxisName, searchsorted_split_axis, sort_split_axis
 
 

@@ -1,7 +1,7 @@
 """Rows along the last axis, for every key dtype and axis length: the one place that picks how a
 sort, merge, search or sortedness check runs.
 
-Contract: arguments are checked (_checks.py) and have the merged / sorted / searched axis last;
+Contract: arguments are checked (_args.py) and have the merged / sorted / searched axis last;
 every leading dimension is a batch row. The way is picked at trace time from the key dtype and
 the static length of the axis:
 - kernels: keys with a kernel key (_keys.to_kernel) on an axis shorter than KERNEL_LIMIT run the
@@ -25,20 +25,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._checks import definitely, fusable_values, position_dtype
+from jax_mergepath._args import definitely, fusable_values, position_dtype
+from jax_mergepath._bits import (
+    concatenate_bits,
+    from_bits,
+    reverse_bits,
+    take_along_bits,
+    to_bits,
+)
 from jax_mergepath._dtypes import (
     INT32_LIMIT,
     as_index,
     index_dtype,
     search_index_dtype,
     with_weak_type,
-)
-from jax_mergepath._gather import (
-    concatenate_bits,
-    from_bits,
-    reverse_bits,
-    take_along_bits,
-    to_bits,
 )
 from jax_mergepath._keys import (
     from_kernel,

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax_mergepath._bits import take_along_bits
 from jax_mergepath._dtypes import INT32_LIMIT, promote
-from jax_mergepath._gather import take_along_bits
 from jax_mergepath._keys import is_key_dtype, key_dtype_names
 
 ArrayLike = Any
@@ -191,7 +191,7 @@ def definitely(decide: Callable[[], bool]) -> bool:
 
 def check_length(length: DimSize, op: str) -> None:
     """ValueError for a merged axis of 2**31 or more elements with jax_enable_x64 off: its
-    positions need int64 (with x64 on such an axis runs as XLA's sort, _rows.py). A symbolic
+    positions need int64 (with x64 on such an axis runs as XLA's sort, _dispatch.py). A symbolic
     length that may or may not fit is not checked here: the kernels check it at run time."""
     if not jax.config.jax_enable_x64 and definitely(lambda: length >= INDEX_LIMIT):
         raise ValueError(
@@ -307,7 +307,7 @@ def promote_keys(
 
 def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
     """One value array shaped like its keys moves inside the kernel itself (raw bits of 1, 2,
-    4 or 8 bytes; dtypes narrower than a byte move as uint8, _rows.py); other layouts are
+    4 or 8 bytes; dtypes narrower than a byte move as uint8, _dispatch.py); other layouts are
     gathered with the permutation."""
     return (
         len(leaves) == 1
