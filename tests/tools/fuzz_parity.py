@@ -2,8 +2,8 @@
 
 Contract of this file (run by hand on a GPU machine; not a pytest module):
 
-    python3 perf/fuzz_parity.py --seconds 240 --seed 1 [--max-log2 22] [--cpu-only]
-    python3 perf/fuzz_parity.py --replay CASE_SEED [--max-log2 22] [--cpu-only]
+    python3 tests/tools/fuzz_parity.py --seconds 240 --seed 1 [--max-log2 22] [--cpu-only]
+    python3 tests/tools/fuzz_parity.py --replay CASE_SEED [--max-log2 22] [--cpu-only]
 
 Until --seconds run out, each case draws (from its own seed, CASE_SEED = seed * 10**6 + i) one
 public function (merge, merge_by_key, merge_runs, co_rank, is_sorted, sort, argsort, sort_by_key,
@@ -49,7 +49,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # reference, sort_checks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: reference, sort_checks
 from reference import (
     KEY_DTYPES,
     assert_bits_equal,
@@ -858,7 +858,7 @@ def run_one(
     seed: int, args: argparse.Namespace, cpu: jax.Device, gpu: jax.Device | None, replay: bool
 ) -> tuple[bool, str, str]:
     """(passed, op, line) of one case."""
-    replay_cmd = f"python3 perf/fuzz_parity.py --replay {seed} --max-log2 {args.max_log2}"
+    replay_cmd = f"python3 tests/tools/fuzz_parity.py --replay {seed} --max-log2 {args.max_log2}"
     if args.cpu_only:
         replay_cmd += " --cpu-only"
     try:
