@@ -43,11 +43,14 @@ from jax_mergepath._dtypes import (
 from jax_mergepath._keys import (
     from_kernel,
     is_complex,
+    is_invertible,
     order_keys,
+    pack_groups,
+    pack_order_keys,
     ties_hold_other_bits,
     to_kernel,
+    unpack_order_keys,
 )
-from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
 from jax_mergepath._primitives import (
     Payload,
     co_rank_p,
