@@ -15,24 +15,17 @@ only when a size is provably small is always safe.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._bits import take_along_bits
-from jax_mergepath._dtypes import INT32_LIMIT, promote
+from jax_mergepath._dtypes import DimSize, check_x64_length, position_dtype, promote
 from jax_mergepath._keys import is_key_dtype, key_dtype_names
 
 ArrayLike = Any
 PyTree = Any
-DimSize = Any  # an int, or a symbolic dimension of jax.export
-
-INDEX_LIMIT = INT32_LIMIT  # the kernels' positions are int32
-
-
 
 class OperandShapeError(ValueError, TypeError):
     """Operands of lax_sort / sort_key_val whose shapes differ: a ValueError as every
@@ -180,32 +173,6 @@ def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     return first
 
 
-def definitely(decide: Callable[[], bool]) -> bool:
-    """decide(), or False when it compares symbolic dimensions it cannot decide for all their
-    values (jax.export shape polymorphism)."""
-    try:
-        return bool(decide())
-    except jax.errors.InconclusiveDimensionOperation:
-        return False
-
-
-def check_length(length: DimSize, op: str) -> None:
-    """ValueError for a merged axis of 2**31 or more elements with jax_enable_x64 off: its
-    positions need int64 (with x64 on such an axis runs as XLA's sort, _dispatch.py). A symbolic
-    length that may or may not fit is not checked here: the kernels check it at run time."""
-    if not jax.config.jax_enable_x64 and definitely(lambda: length >= INDEX_LIMIT):
-        raise ValueError(
-            f"jax_mergepath.{op}: the merged axis has {length} elements; positions past "
-            f"{INDEX_LIMIT - 1} need int64: turn on jax_enable_x64"
-        )
-
-
-def position_dtype(length: DimSize) -> np.dtype:
-    """The dtype of lengths, splits and k along an axis of `length` elements: int32, int64 when
-    the axis has 2**31 elements or more (check_length has made sure x64 is on)."""
-    return np.dtype(np.int64 if definitely(lambda: length >= INDEX_LIMIT) else np.int32)
-
-
 def host_index_array(x: Any, dtype: Any = np.int32) -> Any:
     """Integer host data (numpy arrays, lists) clamped to [0, max of dtype] on the host, as
     dtype (int32 or int64): with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32
@@ -276,8 +243,8 @@ def check_key_pair(
     a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
 ) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
     """The two sorted key arrays of a merge: arrays of key dtypes promoted to one (promote_keys),
-    same rank, equal batch dimensions, a merged length check_length takes. Returns (a, b, axis,
-    batch shape)."""
+    same rank, equal batch dimensions, a merged length whose positions fit (check_x64_length).
+    Returns (a, b, axis, batch shape)."""
     a_arr, b_arr = promote_keys(a, b, names, op)
     ax = normalize_axis(axis, a_arr.ndim, names[0], op)
     if b_arr.ndim != a_arr.ndim:
@@ -288,7 +255,7 @@ def check_key_pair(
     batch = check_batch(
         {names[0]: batch_shape(a_arr, ax), names[1]: batch_shape(b_arr, ax)}, op
     )
-    check_length(a_arr.shape[ax] + b_arr.shape[ax], op)
+    check_x64_length(a_arr.shape[ax] + b_arr.shape[ax], op, "the merged axis")
     return a_arr, b_arr, ax, batch
 
 
@@ -305,18 +272,6 @@ def promote_keys(
     return a_arr, b_arr
 
 
-def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
-    """One value array shaped like its keys moves inside the kernel itself (raw bits of 1, 2,
-    4 or 8 bytes; dtypes narrower than a byte move as uint8, _dispatch.py); other layouts are
-    gathered with the permutation."""
-    return (
-        len(leaves) == 1
-        and leaves[0].shape == keys.shape
-        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
-        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
-    )
-
-
 def check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -> None:
     for leaf in leaves:
         if leaf.shape[: keys.ndim] != keys.shape:
@@ -325,11 +280,3 @@ def check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -
                 f"its keys {keys.shape} (trailing dimensions allowed), got "
                 f"{leaf.shape}"
             )
-
-
-def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
-    """src[..., idx, ...] along ax, idx shaped like the keys (src may have trailing dims)."""
-    extra = src.ndim - idx.ndim
-    full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
-    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
-    return take_along_bits(src, full_idx, ax)

@@ -19,8 +19,8 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jax_mergepath._args import position_dtype
 from jax_mergepath._bits import take_along_bits
+from jax_mergepath._dtypes import position_dtype
 
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "jax_mergepath_check_sorted_inputs", default=False

@@ -4,15 +4,17 @@ sort, merge, search or sortedness check runs.
 Contract: arguments are checked (_args.py) and have the merged / sorted / searched axis last;
 every leading dimension is a batch row. The way is picked at trace time from the key dtype and
 the static length of the axis:
-- kernels: keys with a kernel key (_keys.to_kernel) on an axis shorter than KERNEL_LIMIT run the
-  primitives (_primitives.py) on their kernel keys, mapped back bit for bit;
-- order keys: complex keys (two keys each), and every key on an axis of KERNEL_LIMIT elements or
-  more (whose positions the int32 kernels cannot hold), order by their unsigned order keys
+- kernels: keys with a kernel key (_keys.to_kernel) on an axis shorter than 2**31 elements
+  (_dtypes.is_long) run the primitives (_primitives.py) on their kernel keys, mapped back bit
+  for bit;
+- order keys: complex keys (two keys each), and every key on a long axis (whose positions the
+  int32 kernels cannot hold), order by their unsigned order keys
   (_keys.order_keys): a stable sort of them (packed into kernel sorts on a short axis;
   `lax.sort` moving the operands' bits, with int64 positions, on a long one) or a binary search
   over them in jnp. The ordering is the same, so the results are the same bit for bit.
 Positions come out in jnp's dtypes (_dtypes.index_dtype / search_index_dtype); outputs keep
-their operands' weak types.
+their operands' weak types. Values ride in a kernel when fusable_values says so, else they are
+gathered with the permutation (the callers pick the payload by it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._args import definitely, fusable_values, position_dtype
 from jax_mergepath._bits import (
     concatenate_bits,
     from_bits,
@@ -36,7 +37,11 @@ from jax_mergepath._bits import (
 from jax_mergepath._dtypes import (
     INT32_LIMIT,
     as_index,
+    check_x64_length,
+    definitely,
     index_dtype,
+    is_long,
+    position_dtype,
     search_index_dtype,
     with_weak_type,
 )
@@ -60,26 +65,27 @@ from jax_mergepath._primitives import (
     sort_p,
 )
 
-KERNEL_LIMIT = INT32_LIMIT  # axes this long or longer run the order-key way (read at trace time)
-
 
 def _fits(length) -> bool:
-    """The kernels' int32 positions hold an axis of `length` (a symbolic length is assumed to:
-    the kernels check it at run time)."""
-    return not definitely(lambda: length >= KERNEL_LIMIT)
+    """The kernels' int32 positions hold an axis of `length` (not _dtypes.is_long: a symbolic
+    length is assumed to, and the kernels check it at run time). Read at trace time."""
+    return not is_long(length)
 
 
 def _kernel_way(length, dtype) -> bool:
     return _fits(length) and not is_complex(dtype)
 
 
-def _needs_x64(length, op: str) -> None:
-    """ValueError where positions along an axis of `length` need int64 and x64 is off."""
-    if not jax.config.jax_enable_x64 and definitely(lambda: length >= INT32_LIMIT):
-        raise ValueError(
-            f"jax_mergepath.{op}: the axis has {length} elements; positions past "
-            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64"
-        )
+def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
+    """Whether the values `leaves` ride inside the sort or merge kernel with `keys`: one array
+    shaped like its keys, of raw bits of 1, 2, 4 or 8 bytes (dtypes narrower than a byte move
+    as uint8, _value_in); other layouts are gathered with the permutation."""
+    return (
+        len(leaves) == 1
+        and leaves[0].shape == keys.shape
+        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
+        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
+    )
 
 
 def _last(x: jax.Array) -> int:
@@ -172,7 +178,7 @@ def sort_rows(
     d = keys.shape[-1]
     positions = index_dtype(d) if payload == Payload.INDEX else None
     if positions is not None and not wrap_positions:
-        _needs_x64(d, op)
+        check_x64_length(d, op)
     if keys.size == 0 or definitely(lambda: d <= 1):
         if payload == Payload.INDEX:
             return keys, jnp.zeros(keys.shape, positions)
@@ -259,7 +265,7 @@ def merge_rows(
     m, n = a.shape[-1], b.shape[-1]
     positions = index_dtype(m + n) if payload == Payload.INDEX else None
     if positions is not None:
-        _needs_x64(m + n, op)
+        check_x64_length(m + n, op)
     if m == 0 or n == 0 or a.size + b.size == 0:
         keys = concatenate_bits((a, b), -1)
         if payload == Payload.INDEX:
@@ -304,7 +310,7 @@ def merge_runs_rows(
     d = x.shape[-1]
     positions = index_dtype(d) if return_indices else None
     if positions is not None:
-        _needs_x64(d, op)
+        check_x64_length(d, op)
     if x.size == 0:
         return x, (jnp.broadcast_to(jnp.arange(d, dtype=positions), x.shape)
                    if return_indices else None)
@@ -364,7 +370,7 @@ def searchsorted_rows(
     raises the OverflowError jnp.searchsorted raises."""
     n, q = a.shape[-1], v.shape[-1]
     dtype = search_index_dtype(n)
-    if not jax.config.jax_enable_x64 and definitely(lambda: n >= INT32_LIMIT):
+    if not jax.config.jax_enable_x64 and is_long(n):
         warnings.warn(  # jnp.searchsorted's warning before its OverflowError
             f"Explicitly requested dtype int64 requested in {op} is not available, and will be "
             "truncated to dtype int32. To enable more dtypes, set the jax_enable_x64 "
@@ -399,7 +405,7 @@ def co_rank_rows(
     index_dtype(m + n)."""
     m, n = a.shape[-1], b.shape[-1]
     dtype = index_dtype(m + n)
-    _needs_x64(m + n, op)
+    check_x64_length(m + n, op)
     if k.size == 0 or m == 0 or n == 0:
         return as_index(k if n == 0 else jnp.zeros_like(k), dtype)  # one side empty: trivial
     if _kernel_way(m + n, a.dtype):

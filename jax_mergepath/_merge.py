@@ -24,22 +24,23 @@ from jax_mergepath._args import (
     check_direction,
     check_int_dtype,
     check_key_pair,
-    check_length,
     check_values,
     clamp_index,
-    definitely,
-    fusable_values,
-    gather_along,
     host_index_array,
     normalize_axis,
-    position_dtype,
     promote_keys,
     row_lengths,
 )
-from jax_mergepath._bits import concatenate_bits
+from jax_mergepath._bits import concatenate_bits, gather_along
 from jax_mergepath._checked import require_sorted
-from jax_mergepath._dispatch import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
-from jax_mergepath._dtypes import promote
+from jax_mergepath._dispatch import (
+    co_rank_rows,
+    fusable_values,
+    is_sorted_rows,
+    merge_rows,
+    merge_runs_rows,
+)
+from jax_mergepath._dtypes import check_x64_length, definitely, position_dtype, promote
 from jax_mergepath._primitives import Payload
 from jax_mergepath._sharded import merge_split_axis
 
@@ -301,7 +302,7 @@ def merge_runs(
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
     d = x.shape[ax]
-    check_length(d, op)
+    check_x64_length(d, op, "the merged axis")
     batch = batch_shape(x, ax)
     splits = row_lengths(split, d, batch, "split", op)
     xl = jnp.moveaxis(x, ax, -1)
@@ -356,7 +357,7 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     descending = check_direction(descending, op)
     batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
-    check_length(m + n, op)
+    check_x64_length(m + n, op, "the merged axis")
     kdt = position_dtype(m + n)
     k = (
         clamp_index(k, m + n, kdt)

@@ -36,9 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._args import fusable_values
 from jax_mergepath._bits import from_bits, reverse_bits, to_bits
-from jax_mergepath._dispatch import lexsort_rows, searchsorted_rows, sort_rows
+from jax_mergepath._dispatch import fusable_values, lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._dtypes import index_dtype, search_index_dtype
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload

@@ -27,13 +27,12 @@ from jax_mergepath._args import (
     check_int_dtype,
     check_key_dtype,
     check_values,
-    fusable_values,
-    gather_along,
     normalize_axis,
     static_int,
 )
+from jax_mergepath._bits import gather_along
 from jax_mergepath._checked import require_sorted
-from jax_mergepath._dispatch import lexsort_rows, searchsorted_rows, sort_rows
+from jax_mergepath._dispatch import fusable_values, lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._dtypes import promote
 from jax_mergepath._primitives import Payload
 from jax_mergepath._sharded import AxisName, searchsorted_split_axis, sort_split_axis
