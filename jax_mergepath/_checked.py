@@ -20,6 +20,7 @@ from jax import lax
 from jax.experimental import checkify
 
 from jax_mergepath._bits import take_along_bits
+from jax_mergepath._dispatch import is_sorted_rows
 from jax_mergepath._dtypes import position_dtype
 
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -113,10 +114,8 @@ def require_sorted(
     names the input (no braces: it is a format string)."""
     if not _ENABLED.get():
         return
-    from jax_mergepath._merge import is_sorted  # (here: _merge imports this module)
-
     part = x if begin is None and end is None else _valid_part(x, begin, end)
-    ok = is_sorted(part, descending=descending)
+    ok = is_sorted_rows(part, descending=descending)
     what = (f"jax_mergepath.{op}: {name} is not sorted in "
             f"{'descending' if descending else 'ascending'} order")
     hint = ("sort it first, or pass the direction it is sorted in (descending); "

@@ -30,6 +30,7 @@ from jax import lax
 from jax_mergepath._bits import (
     concatenate_bits,
     from_bits,
+    gather_along,
     reverse_bits,
     take_along_bits,
     to_bits,
@@ -76,13 +77,14 @@ def _kernel_way(length, dtype) -> bool:
     return _fits(length) and not is_complex(dtype)
 
 
-def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
-    """Whether the values `leaves` ride inside the sort or merge kernel with `keys`: one array
-    shaped like its keys, of raw bits of 1, 2, 4 or 8 bytes (dtypes narrower than a byte move
-    as uint8, _value_in); other layouts are gathered with the permutation."""
+def fusable_values(leaves: list[jax.Array], keys_shape: tuple[int, ...]) -> bool:
+    """Whether the values `leaves` ride inside the sort or merge kernel with keys of shape
+    `keys_shape` (in the leaves' layout): one array of that shape, of raw bits of 1, 2, 4 or 8
+    bytes (dtypes narrower than a byte move as uint8, _value_in); other layouts are gathered
+    with the permutation."""
     return (
         len(leaves) == 1
-        and leaves[0].shape == keys.shape
+        and leaves[0].shape == tuple(keys_shape)
         and leaves[0].dtype.itemsize in (1, 2, 4, 8)
         and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
     )
@@ -212,7 +214,7 @@ def _sort_with_others(key: jax.Array, others: list[jax.Array], op: str) -> tuple
     (fusable_values), or several gathered with the permutation."""
     if not others:
         return sort_rows(key, (), descending=False, payload=Payload.NONE, op=op)[0], []
-    if len(others) == 1 and fusable_values(others, key):
+    if len(others) == 1 and fusable_values(others, key.shape):
         k, v = sort_rows(key, (others[0],), descending=False, payload=Payload.VALUE, op=op)
         return k, [v]
     k, perm = sort_rows(key, (), descending=False, payload=Payload.INDEX, op=op)
@@ -300,6 +302,48 @@ def merge_rows(
     moved = [c, *([concatenate_bits(tuple(values), -1)] if payload == Payload.VALUE else [])]
     out, extra = _sort_by_order_keys(okeys, moved, positions, m + n)
     return out[0], (out[1] if payload == Payload.VALUE else extra)
+
+
+def merge_by_key_rows(
+    a: jax.Array,
+    b: jax.Array,
+    a_valid: jax.Array,
+    b_valid: jax.Array,
+    a_leaves: list[jax.Array],
+    b_leaves: list[jax.Array],
+    *,
+    descending: bool,
+    full_rows: bool,
+    op: str,
+    leaf_axis: int = -1,
+) -> tuple[jax.Array, list[jax.Array]]:
+    """merge_rows of the keys a and b (axis last) moving values: (keys, the merged leaves).
+    Leaves have their keys' shape with the merged axis at leaf_axis (the caller's axis before it
+    moved the keys' last; -1: the keys' own layout), then optional trailing dimensions; matching
+    leaves of a and b share a dtype. One leaf shaped like its keys rides in the kernel
+    (fusable_values); other leaves are gathered by the merge's positions, bit for bit."""
+    if not a_leaves:
+        keys, _ = merge_rows(a, b, a_valid, b_valid, (), descending=descending,
+                             payload=Payload.NONE, full_rows=full_rows, op=op)
+        return keys, []
+    ax = leaf_axis % a.ndim
+    if fusable_values(a_leaves, _axis_at(a.shape, ax)) and fusable_values(
+        b_leaves, _axis_at(b.shape, ax)
+    ):
+        vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
+        keys, moved = merge_rows(a, b, a_valid, b_valid, vals, descending=descending,
+                                 payload=Payload.VALUE, full_rows=full_rows, op=op)
+        return keys, [jnp.moveaxis(moved, -1, ax)]
+    keys, idx = merge_rows(a, b, a_valid, b_valid, (), descending=descending,
+                           payload=Payload.INDEX, full_rows=full_rows, op=op)
+    idx = jnp.moveaxis(idx, -1, ax)
+    return keys, [gather_along(concatenate_bits((va, vb), ax), idx, ax)
+                  for va, vb in zip(a_leaves, b_leaves, strict=True)]
+
+
+def _axis_at(shape: tuple[int, ...], ax: int) -> tuple[int, ...]:
+    """The shape of an array of `shape` (axis last) with its last axis moved to ax."""
+    return (*shape[:ax], shape[-1], *shape[ax:-1])
 
 
 def merge_runs_rows(
@@ -424,8 +468,10 @@ def co_rank_rows(
 
 
 def is_sorted_rows(x: jax.Array, *, descending: bool) -> jax.Array:
-    """Whether each row (of 2 or more elements) is in order: bool of the batch shape."""
+    """Whether each row is in order: bool of the batch shape (rows of 0 or 1 elements are)."""
     d = x.shape[-1]
+    if x.size == 0 or definitely(lambda: d <= 1):
+        return jnp.ones(x.shape[:-1], jnp.bool_)
     if _kernel_way(d, x.dtype):
         return is_sorted_p.bind(to_kernel(x), descending=descending)
     keys = order_keys(x, descending)

@@ -31,16 +31,15 @@ from jax_mergepath._args import (
     promote_keys,
     row_lengths,
 )
-from jax_mergepath._bits import concatenate_bits, gather_along
 from jax_mergepath._checked import require_sorted
 from jax_mergepath._dispatch import (
     co_rank_rows,
-    fusable_values,
     is_sorted_rows,
+    merge_by_key_rows,
     merge_rows,
     merge_runs_rows,
 )
-from jax_mergepath._dtypes import check_x64_length, definitely, position_dtype, promote
+from jax_mergepath._dtypes import check_x64_length, position_dtype, promote
 from jax_mergepath._primitives import Payload
 from jax_mergepath._sharded import merge_split_axis
 
@@ -123,15 +122,15 @@ def merge(
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
     full_rows = a_length is None and b_length is None
-    if full_rows or axis_name is not None:
-        if not full_rows:
-            raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
+    if not full_rows and axis_name is not None:
+        raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
+    al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
+    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
+    if full_rows:
         split = merge_split_axis(a, b, ax, axis_name, descending=descending,
                                  return_indices=return_indices, op=op)
         if split is not None:
             return tuple(split) if return_indices else split[0]
-    al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
-    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
     keys, extra = merge_rows(al, bl, a_valid, b_valid, (), descending=descending, payload=payload,
                              full_rows=full_rows, op=op)
     keys = jnp.moveaxis(keys, -1, ax)
@@ -244,18 +243,9 @@ def merge_by_key(
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
     _require_pair_sorted(ak, bk, a_valid, b_valid, a_length, b_length, ("a_keys", "b_keys"),
                          descending, op)
-    if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
-        vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
-        keys, moved = merge_rows(ak, bk, a_valid, b_valid, vals, descending=descending,
-                                 payload=Payload.VALUE, full_rows=full_rows, op=op)
-        return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
-    keys, idx = merge_rows(ak, bk, a_valid, b_valid, (), descending=descending,
-                           payload=Payload.INDEX, full_rows=full_rows, op=op)
-    idx = jnp.moveaxis(idx, -1, ax)
-    out_leaves = [
-        gather_along(concatenate_bits((va, vb), ax), idx, ax)
-        for va, vb in zip(a_leaves, b_leaves, strict=True)
-    ]
+    keys, out_leaves = merge_by_key_rows(ak, bk, a_valid, b_valid, a_leaves, b_leaves,
+                                         descending=descending, full_rows=full_rows, op=op,
+                                         leaf_axis=ax)
     return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, out_leaves)
 
 
@@ -411,7 +401,4 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     x = as_key_array(x, "x", op)
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
-    xl = jnp.moveaxis(x, ax, -1)
-    if xl.size == 0 or definitely(lambda: xl.shape[-1] <= 1):
-        return jnp.ones(xl.shape[:-1], jnp.bool_)
-    return is_sorted_rows(xl, descending=descending)
+    return is_sorted_rows(jnp.moveaxis(x, ax, -1), descending=descending)

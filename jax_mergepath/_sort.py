@@ -275,7 +275,7 @@ def sort_by_key(
     if split is not None:
         return split[0], jax.tree.unflatten(tree, split[1:])
     kl = jnp.moveaxis(keys, ax, -1)
-    if fusable_values(leaves, keys):
+    if fusable_values(leaves, keys.shape):
         out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
                                payload=Payload.VALUE, op=op)
         return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, [jnp.moveaxis(moved, -1, ax)])
