@@ -31,18 +31,25 @@ class OperandShapeError(ValueError, TypeError):
     """Operands of lax_sort / sort_key_val whose shapes differ: a ValueError as every
     mismatched shape here, and a TypeError as ``jax.lax.sort`` raises for the same call."""
 
-def _is_array(x: Any) -> bool:
-    return hasattr(x, "dtype") and hasattr(x, "shape")
+def _is_arraylike(x: Any) -> bool:
+    """What jnp's functions take as an array argument (jnp's ensure_arraylike): arrays (numpy,
+    jax, tracers), objects with __jax_array__, and scalars; never a list or a tuple."""
+    return (isinstance(x, np.ndarray | jax.Array) or hasattr(x, "__jax_array__")
+            or np.isscalar(x))
 
 
 def _host_dtype_error(x: Any, name: str, op: str) -> None:
-    """A TypeError for inputs jnp.asarray cannot take (strings, objects), naming the argument."""
-    if isinstance(x, jax.Array):
+    """A TypeError for an array argument jnp would refuse (a list, a tuple, any other object:
+    as jnp's functions refuse them) or could not hold (strings, objects), naming the argument."""
+    if not _is_arraylike(x):
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} must be an array or a scalar, got a Python "
+            f"{type(x).__name__}, as jnp's functions refuse them (jnp.sort([3, 1]) raises a "
+            f"TypeError): pass jnp.asarray({name})"
+        )
+    if isinstance(x, jax.Array) or hasattr(x, "__jax_array__"):
         return
-    try:
-        dtype = np.asarray(x).dtype
-    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
-        return
+    dtype = np.asarray(x).dtype
     # strings, bytes, objects, datetimes, structured records (ml_dtypes' bfloat16 and float8
     # types are void-kind too, but jax takes them)
     if dtype.kind in "USOMm" or dtype.fields is not None:
@@ -52,56 +59,16 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
         )
 
 
-def as_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
-    """x as a jax array. A Python scalar or list given beside an array (`like`) takes that
-    array's dtype when its values fit it (ints in range; ints or floats into a float dtype,
-    rounded as JAX rounds Python scalars), so `merge(int8_array, [1, 5])` works; values of
-    another kind keep their own dtype, and the dtype check then names the mismatch. Finite
-    values that a float dtype would turn into infinities raise a TypeError here (with x64 off
-    `jnp.asarray` would make float32 infinities of them, silently)."""
+def as_array(x: ArrayLike, name: str, op: str) -> jax.Array:
+    """The array argument `name` as a jax array: arrays and scalars, as jnp takes them (a list
+    or a tuple raises a TypeError, as in jnp)."""
     _host_dtype_error(x, name, op)
-    if like is not None and not _is_array(x):
-        host = np.asarray(x)
-        target = np.dtype(like.dtype)
-        if _overflows_float(host, target):
-            raise TypeError(
-                f"jax_mergepath.{op}: {name}{list_note(x)} holds values too large for the "
-                f"other argument's dtype {target} (they would become infinities)"
-            )
-        if _python_values_fit(host, target):
-            return jnp.asarray(host, dtype=target)
     return jnp.asarray(x)
 
 
-def _overflows_float(host: np.ndarray, target: np.dtype) -> bool:
-    """Whether finite numbers of `host` become infinities in the float dtype `target`."""
-    if host.dtype.kind not in "iuf" or not jnp.issubdtype(target, jnp.floating):
-        return False
-    with np.errstate(all="ignore"):  # (bfloat16 and the float8 types too: ml_dtypes)
-        wide = host.astype(np.float64)
-        cast = host.astype(target).astype(np.float64)
-    return bool(np.any(np.isfinite(wide) & ~np.isfinite(cast)))
-
-
-def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
-    if host.dtype.kind == "b":
-        return target.kind == "b"
-    if host.dtype.kind in "iu" and target.kind in "iu":
-        if host.size == 0:
-            return True
-        info = np.iinfo(target)
-        return bool(host.min() >= info.min and host.max() <= info.max)
-    return host.dtype.kind in "iuf" and jnp.issubdtype(target, jnp.floating)  # (bfloat16 too)
-
-
-def list_note(x: Any) -> str:
-    """' (given as a Python list/scalar)' for arguments that were not arrays."""
-    return "" if _is_array(x) else f" (given as a Python {type(x).__name__})"
-
-
-def as_key_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
+def as_key_array(x: ArrayLike, name: str, op: str) -> jax.Array:
     """A key array of a supported dtype with at least one dimension."""
-    arr = as_array(x, name, op, like)
+    arr = as_array(x, name, op)
     check_key_dtype(arr, name, op)
     if arr.ndim == 0:
         raise ValueError(
@@ -173,21 +140,28 @@ def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     return first
 
 
-def host_index_array(x: Any, dtype: Any = np.int32) -> Any:
-    """Integer host data (numpy arrays, lists) clamped to [0, max of dtype] on the host, as
+def _host_index_array(x: Any, dtype: Any) -> Any:
+    """Integer host data (numpy arrays and scalars) clamped to [0, max of dtype] on the host, as
     dtype (int32 or int64): with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32
     (2**32 + 1 -> 1) before any clamp could see them. Anything else (jax arrays, bools, floats)
     unchanged."""
     if isinstance(x, jax.Array):
         return x
-    try:
-        host = np.asarray(x)
-    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
-        return x
+    host = np.asarray(x)
     if host.dtype.kind not in "iu":
         return x
     wide = host.astype(np.uint64 if host.dtype.kind == "u" else np.int64)  # (numpy 2.0 refuses
     return np.clip(wide, 0, np.iinfo(dtype).max).astype(dtype)  # bounds its dtype cannot hold)
+
+
+def as_index_array(x: ArrayLike, name: str, op: str, dtype: Any) -> jax.Array:
+    """The integer array argument `name` (lengths, splits, k) as a jax array (as_array's rules),
+    host integers clamped to [0, max of dtype] first (_host_index_array); TypeError unless of an
+    integer dtype."""
+    _host_dtype_error(x, name, op)
+    v = jnp.asarray(_host_index_array(x, dtype))
+    check_int_dtype(v, name, op)
+    return v
 
 
 def clamp_index(v: ArrayLike, hi: DimSize, dtype: Any = np.int32) -> jax.Array:
@@ -198,7 +172,7 @@ def clamp_index(v: ArrayLike, hi: DimSize, dtype: Any = np.int32) -> jax.Array:
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
         host = min(max(int(v), 0), top)
         return jnp.asarray(jax.core.min_dim(host, hi), dtype)
-    v = jnp.asarray(host_index_array(v, dtype))
+    v = jnp.asarray(_host_index_array(v, dtype))
     bound = jax.core.min_dim(hi, min(top, int(jnp.iinfo(v.dtype).max)))
     return jnp.clip(v, 0, bound).astype(dtype)
 
@@ -220,9 +194,7 @@ def row_lengths(
         return jnp.full(batch, default, dtype)
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         return jnp.full(batch, clamp_index(value, default, dtype))
-    _host_dtype_error(value, name, op)
-    v = jnp.asarray(host_index_array(value, dtype))
-    check_int_dtype(v, name, op)
+    v = as_index_array(value, name, op, dtype)
     try:
         v = jnp.broadcast_to(v, batch)
     except ValueError:
@@ -231,6 +203,26 @@ def row_lengths(
             f"the batch shape {batch}"
         ) from None
     return clamp_index(v, default, dtype)
+
+
+def jnp_flag(value: Any, arg: str, op: str) -> bool:
+    """A flag of a jnp drop-in that jnp takes as a static argument (sort's and argsort's
+    descending), as jnp takes it: any value, by its truth (descending=1 is True). A traced value
+    or an unhashable one (an array) raises the ValueError jnp raises for it, naming `arg`."""
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(
+            f"jax_mergepath.{op}: {arg} must be known when the function is traced, got a traced "
+            f"value ({value.aval.str_short()}), as jnp.{op} requires: pass it as a static "
+            f"argument, jax.jit(f, static_argnames='{arg}')"
+        )
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"jax_mergepath.{op}: {arg} must be hashable, as jnp.{op}'s static arguments are, "
+            f"got a {type(value).__name__}: pass a Python bool"
+        ) from None
+    return bool(value)
 
 
 def check_direction(descending: Any, op: str) -> bool:
@@ -263,10 +255,9 @@ def promote_keys(
     a: ArrayLike, b: ArrayLike, names: tuple[str, str], op: str
 ) -> tuple[jax.Array, jax.Array]:
     """The keys of a merge or search as arrays of key dtypes with at least one dimension, in
-    their common dtype as jnp.concatenate promotes them (weak types included; a Python list
-    beside an array takes the array's dtype, as_array)."""
-    a_arr = as_key_array(a, names[0], op, like=b if _is_array(b) else None)
-    b_arr = as_key_array(b, names[1], op, like=a_arr if not _is_array(b) else None)
+    their common dtype as jnp.concatenate promotes them (weak types included)."""
+    a_arr = as_key_array(a, names[0], op)
+    b_arr = as_key_array(b, names[1], op)
     a_arr, b_arr = promote(a_arr, b_arr)
     check_key_dtype(a_arr, f"{names[0]} and {names[1]} (promoted)", op)
     return a_arr, b_arr

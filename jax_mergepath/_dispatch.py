@@ -19,7 +19,6 @@ gathered with the permutation (the callers pick the payload by it).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import jax
@@ -43,6 +42,7 @@ from jax_mergepath._dtypes import (
     index_dtype,
     is_long,
     position_dtype,
+    requested_dtype,
     search_index_dtype,
     with_weak_type,
 )
@@ -415,16 +415,11 @@ def searchsorted_rows(
     n, q = a.shape[-1], v.shape[-1]
     dtype = search_index_dtype(n)
     if not jax.config.jax_enable_x64 and is_long(n):
-        warnings.warn(  # jnp.searchsorted's warning before its OverflowError
-            f"Explicitly requested dtype int64 requested in {op} is not available, and will be "
-            "truncated to dtype int32. To enable more dtypes, set the jax_enable_x64 "
-            "configuration option or the JAX_ENABLE_X64 shell environment variable.",
-            UserWarning, stacklevel=4,
-        )
-        raise OverflowError(
-            f"jax_mergepath.{op}: a has {n} elements along its sorted axis; positions past "
-            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64 (jnp.searchsorted raises "
-            "this OverflowError too)"
+        requested_dtype(np.int64, op)  # jnp.searchsorted's warning before its OverflowError
+        raise OverflowError(  # jnp's message first (JAX's tests match it), then ours
+            f"Python integer {n} out of bounds for int32. jax_mergepath.{op}: a has {n} "
+            f"elements along its sorted axis; positions past {INT32_LIMIT - 1} need int64: "
+            "turn on jax_enable_x64 (jnp.searchsorted raises this OverflowError too)"
         )
     if v.size == 0 or n == 0:
         return jnp.zeros(v.shape, dtype)

@@ -11,6 +11,7 @@ kernels do not take are mapped onto these in _keys.py.
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -22,6 +23,10 @@ try:  # jax's own weak-type-aware cast (what jnp's promotion uses)
     from jax._src.lax.lax import _convert_element_type
 except ImportError:  # pragma: no cover - a jax without it: casts come out strongly typed
     _convert_element_type = None
+try:  # jax's own check of a dtype the user asks for (what jnp.argsort's dtype= goes through)
+    from jax._src.dtypes import check_and_canonicalize_user_dtype as _user_dtype
+except ImportError:  # pragma: no cover - a jax without it: requested_dtype's own warning
+    _user_dtype = None
 
 
 class KeyKind(enum.Enum):
@@ -117,6 +122,23 @@ def position_dtype(length: DimSize) -> np.dtype:
     positions computed in jnp along it: int32, int64 for a long axis (check_x64_length has made
     sure x64 is on)."""
     return np.dtype(np.int64) if is_long(length) else np.dtype(np.int32)
+
+
+def requested_dtype(dtype: Any, op: str) -> np.dtype:
+    """A dtype the user asks for (argsort's dtype=), as jnp takes it: its canonical form, a
+    64-bit dtype without jax_enable_x64 its 32-bit twin with jnp's warning naming `op` (jnp's
+    own check where jax has it), and jnp's errors for what is no dtype."""
+    if _user_dtype is not None:
+        return np.dtype(_user_dtype(dtype, op))
+    asked, canonical = np.dtype(dtype), np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    if canonical != asked:
+        warnings.warn(
+            f"Explicitly requested dtype {asked} requested in {op} is not available, and will "
+            f"be truncated to dtype {canonical}. To enable more dtypes, set the jax_enable_x64 "
+            "configuration option or the JAX_ENABLE_X64 shell environment variable.",
+            UserWarning, stacklevel=3,
+        )
+    return canonical
 
 
 def as_index(positions: jax.Array, dtype: Any) -> jax.Array:

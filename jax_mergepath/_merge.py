@@ -18,15 +18,14 @@ from jax_mergepath._args import (
     ArrayLike,
     PyTree,
     as_array,
+    as_index_array,
     as_key_array,
     batch_shape,
     check_batch,
     check_direction,
-    check_int_dtype,
     check_key_pair,
     check_values,
     clamp_index,
-    host_index_array,
     normalize_axis,
     promote_keys,
     row_lengths,
@@ -100,8 +99,9 @@ def merge(
         ``(merged, indices)``.
 
     Raises:
-        TypeError: a non-key dtype, lengths that are not integers, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, an argument that is not an array or a scalar (a list, as
+            jnp's functions refuse them), lengths that are not integers, or ``descending`` not
+            a bool.
         ValueError: 0-d inputs, different ranks, ``axis`` out of range, batch dimensions that
             differ, lengths not of the batch shape, ``m + n`` of 2**31 or more with
             ``jax_enable_x64`` off, or dtypes without a common dtype (jnp's
@@ -276,8 +276,8 @@ def merge_runs(
         ``x`` with every row merged; with ``return_indices=True``, ``(merged, indices)``.
 
     Raises:
-        TypeError: a non-key dtype, a split that is not an integer, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, ``x`` or ``split`` not an array or a scalar (a list), a
+            split that is not an integer, or ``descending`` not a bool.
         ValueError: 0-d ``x``, ``axis`` out of range, ``split`` not of the batch shape, or
             rows of 2**31 or more elements with ``jax_enable_x64`` off.
 
@@ -331,8 +331,8 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         ``jnp.argsort``).
 
     Raises:
-        TypeError: a non-key dtype, ``k`` not of an integer dtype, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, an argument that is not an array or a scalar (a list),
+            ``k`` not of an integer dtype, or ``descending`` not a bool.
         ValueError: batch dimensions that differ, ``k``'s leading dimensions not the batch
             shape, ``m + n`` of 2**31 or more with ``jax_enable_x64`` off, or dtypes without a
             common dtype (as for :func:`merge`).
@@ -352,9 +352,8 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     k = (
         clamp_index(k, m + n, kdt)
         if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-        else as_array(host_index_array(k, kdt), "k", op)
+        else as_index_array(k, "k", op, kdt)
     )
-    check_int_dtype(k, "k", op)
     if k.ndim == 0:  # an int: one position a row
         k = jnp.broadcast_to(k, batch)
     if k.shape[: len(batch)] != batch:
@@ -389,7 +388,8 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
         are sorted.
 
     Raises:
-        TypeError: a non-key dtype, or ``descending`` not a bool.
+        TypeError: a non-key dtype, ``x`` not an array or a scalar (a list), or ``descending``
+            not a bool.
         ValueError: 0-d ``x`` or ``axis`` out of range.
 
     Example:
