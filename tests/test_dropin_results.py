@@ -25,6 +25,8 @@ import pytest
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (165 s of test time on 2 cores)
+
 S = jax.ShapeDtypeStruct
 X64 = [True, False]
 X64_IDS = ["x64", "x32"]

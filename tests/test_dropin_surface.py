@@ -27,6 +27,8 @@ import jax_mergepath as jmp
 import jax_mergepath._merge as merge_module
 import jax_mergepath._sort as sort_module
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

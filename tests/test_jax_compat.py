@@ -43,6 +43,8 @@ from jax import lax
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (98 s of test time on 2 cores)
+
 # Every key dtype jnp.sort takes on the CPU (jnp.sort rejects int2, uint2, float4_e2m1fn there).
 SORT_DTYPES: list[np.dtype] = [
     np.dtype(t)

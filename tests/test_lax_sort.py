@@ -26,6 +26,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (46 s of test time on 2 cores)
+
 
 def _assert_same_as_lax(operands, **kw) -> None:
     """jmp.lax_sort and jax.lax.sort agree bit-exactly (both gather their operands), except for

@@ -10,6 +10,8 @@ import pathlib
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 PACKAGE = pathlib.Path(__file__).parents[1] / "jax_mergepath"
 
 LAYERS = [  # top first

@@ -33,6 +33,8 @@ from reference import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (126 s of test time on 2 cores)
+
 # (m, n): 0/1/2, 2^k +- 1 on each side and in total, around likely tile sizes, skewed, mixed.
 SIZE_PAIRS = [
     (0, 0), (0, 1), (1, 0), (1, 1), (2, 2), (1, 2), (2, 1), (3, 5), (7, 9), (16, 15),

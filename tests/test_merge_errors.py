@@ -18,6 +18,8 @@ import pytest
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
 F8, F16 = jnp.float8_e4m3fn, jnp.float16  # no implicit promotion between them (jnp's rule)

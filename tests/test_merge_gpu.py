@@ -33,7 +33,7 @@ from reference import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
 
-pytestmark = pytest.mark.requires_gpu
+pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
 GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
 

@@ -13,6 +13,8 @@ import pytest
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 
 @pytest.mark.parametrize("dtype", [jnp.int4, jnp.uint4])
 def test_sub_byte_values_move_with_their_keys(dtype):

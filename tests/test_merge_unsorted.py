@@ -15,6 +15,8 @@ from reference import is_permutation_of, random_keys, ref_merge, ref_merge_runs,
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (23 s of test time on 2 cores)
+
 
 def _devices() -> list[jax.Device]:
     default = jax.devices()[0]

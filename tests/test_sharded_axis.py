@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 HERE = pathlib.Path(__file__).parent / "sharding"
 SCRIPT = HERE / "sharded_axis.py"
 MULTIPROCESS = HERE / "multiprocess_sort.py"

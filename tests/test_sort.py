@@ -37,6 +37,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 # ------------------------------------------------------------------------------ sizes
 
 

@@ -24,6 +24,8 @@ from reference import KEY_DTYPES, assert_bits_equal, dtype_id
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
 

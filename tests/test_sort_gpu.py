@@ -39,7 +39,7 @@ from sort_checks import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 
-pytestmark = pytest.mark.requires_gpu
+pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
 
 def test_gpu_is_default_device():
