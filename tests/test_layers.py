@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -26,6 +27,7 @@ HELPERS = {"_args", "_dtypes", "_keys", "_bits"}
 NATIVE = {"_cpu", "_cuda"}  # the nanobind modules
 
 
+@functools.cache
 def _imports() -> dict[str, set[str]]:
     """Each module of the package -> the package modules it imports (anywhere in its body)."""
     graph = {}

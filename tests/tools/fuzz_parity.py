@@ -54,6 +54,7 @@ from reference import (
     KEY_DTYPES,
     assert_bits_equal,
     gather_values,
+    index_dtype,
     np_argsort,
     random_keys,
     ref_merge,
@@ -203,7 +204,7 @@ def np_co_rank(k: np.ndarray, a: np.ndarray, b: np.ndarray, desc: bool) -> np.nd
     batch = a.shape[:-1]
     queries = math.prod(k.shape[len(batch) :])
     kk = np.clip(k.astype(np.int64), 0, m + n).reshape(*batch, queries)
-    return np.take_along_axis(counts, kk, -1).reshape(k.shape).astype(np.int32)
+    return np.take_along_axis(counts, kk, -1).reshape(k.shape).astype(index_dtype())
 
 
 def np_is_sorted(x: np.ndarray, axis: int, desc: bool) -> np.ndarray:
