@@ -57,6 +57,7 @@ from reference import (
     index_dtype,
     np_argsort,
     random_keys,
+    ref_jnp_sort,
     ref_merge,
     ref_sort,
     sort_segments,
@@ -224,8 +225,9 @@ def assert_tree_equal(got: Any, want: Any, what: str) -> None:
 
 
 def check_indices(out: np.ndarray, idx: np.ndarray, src: np.ndarray, axis: int, what: str) -> None:
-    """idx: int32, a permutation of every row's positions in src, gathering out from src."""
-    assert idx.dtype == np.int32, f"{what}: indices dtype {idx.dtype}"
+    """idx: jnp's index dtype, a permutation of every row's positions in src, gathering out
+    from src."""
+    assert idx.dtype == index_dtype(), f"{what}: indices dtype {idx.dtype}"
     assert idx.shape == src.shape, f"{what}: indices shape {idx.shape} != {src.shape}"
     assert_is_permutation(idx, axis, f"{what} indices")
     assert_bits_equal(out, np.take_along_axis(src, idx.astype(np.int64), axis), f"{what} gather")
@@ -630,8 +632,9 @@ def build_sort(d: Draw, op: str) -> Built:
     x = sort_input(d.rng, dtype, shape, pattern, axis=pos, descending=desc)
 
     def ref(full: list[np.ndarray], p: dict[str, Any]) -> Any:
-        perm = np_argsort(full[0], p["axis"], p["desc"])
-        return perm if op == "argsort" else np.take_along_axis(full[0], perm, p["axis"])
+        if op == "sort":  # jnp.sort's: descending is the ascending sort reversed, ties too
+            return ref_jnp_sort(full[0], p["axis"], p["desc"])
+        return np_argsort(full[0], p["axis"], p["desc"])
 
     return Built(op, {"axis": pos, "desc": desc}, [x], [0], pos, ref, info=[f"x{shape}", pattern])
 
