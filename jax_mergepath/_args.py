@@ -27,9 +27,11 @@ from jax_mergepath._keys import is_key_dtype, key_dtype_names
 ArrayLike = Any
 PyTree = Any
 
+
 class OperandShapeError(ValueError, TypeError):
     """Operands of lax_sort / sort_key_val whose shapes differ: a ValueError as every
     mismatched shape here, and a TypeError as ``jax.lax.sort`` raises for the same call."""
+
 
 def _is_arraylike(x: Any) -> bool:
     """What jnp's functions take as an array argument (jnp's ensure_arraylike): arrays (numpy,
@@ -38,7 +40,7 @@ def _is_arraylike(x: Any) -> bool:
             or np.isscalar(x))
 
 
-def _host_dtype_error(x: Any, name: str, op: str) -> None:
+def _check_arraylike(x: Any, name: str, op: str) -> None:
     """A TypeError for an array argument jnp would refuse (a list, a tuple, any other object:
     as jnp's functions refuse them) or could not hold (strings, objects), naming the argument."""
     if not _is_arraylike(x):
@@ -62,7 +64,7 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
 def as_array(x: ArrayLike, name: str, op: str) -> jax.Array:
     """The array argument `name` as a jax array: arrays and scalars, as jnp takes them (a list
     or a tuple raises a TypeError, as in jnp)."""
-    _host_dtype_error(x, name, op)
+    _check_arraylike(x, name, op)
     return jnp.asarray(x)
 
 
@@ -158,7 +160,7 @@ def as_index_array(x: ArrayLike, name: str, op: str, dtype: Any) -> jax.Array:
     """The integer array argument `name` (lengths, splits, k) as a jax array (as_array's rules),
     host integers clamped to [0, max of dtype] first (_host_index_array); TypeError unless of an
     integer dtype."""
-    _host_dtype_error(x, name, op)
+    _check_arraylike(x, name, op)
     v = jnp.asarray(_host_index_array(x, dtype))
     check_int_dtype(v, name, op)
     return v

@@ -35,14 +35,12 @@ from jax_mergepath._bits import (
     to_bits,
 )
 from jax_mergepath._dtypes import (
-    INT32_LIMIT,
     as_index,
     check_x64_length,
     definitely,
     index_dtype,
     is_long,
     position_dtype,
-    requested_dtype,
     search_index_dtype,
     with_weak_type,
 )
@@ -414,13 +412,7 @@ def searchsorted_rows(
     raises the OverflowError jnp.searchsorted raises."""
     n, q = a.shape[-1], v.shape[-1]
     dtype = search_index_dtype(n)
-    if not jax.config.jax_enable_x64 and is_long(n):
-        requested_dtype(np.int64, op)  # jnp.searchsorted's warning before its OverflowError
-        raise OverflowError(  # jnp's message first (JAX's tests match it), then ours
-            f"Python integer {n} out of bounds for int32. jax_mergepath.{op}: a has {n} "
-            f"elements along its sorted axis; positions past {INT32_LIMIT - 1} need int64: "
-            "turn on jax_enable_x64 (jnp.searchsorted raises this OverflowError too)"
-        )
+    check_x64_length(n, op, "a's sorted axis", overflow=True)  # (as jnp.searchsorted)
     if v.size == 0 or n == 0:
         return jnp.zeros(v.shape, dtype)
     if _kernel_way(n, a.dtype):

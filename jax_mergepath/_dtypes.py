@@ -89,14 +89,21 @@ def is_long(length: DimSize) -> bool:
     return definitely(lambda: length >= INT32_LIMIT)
 
 
-def check_x64_length(length: DimSize, op: str, axis: str = "the axis") -> None:
-    """ValueError for an axis (`axis` says which, in the message) whose positions need int64
-    (is_long) while jax_enable_x64 is off: the one check of that rule."""
-    if not jax.config.jax_enable_x64 and is_long(length):
-        raise ValueError(
-            f"jax_mergepath.{op}: {axis} has {length} elements; positions past "
-            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64"
-        )
+def check_x64_length(length: DimSize, op: str, axis: str = "the axis", *,
+                     overflow: bool = False) -> None:
+    """A ValueError for an axis (`axis` says which, in the message) whose positions need int64
+    (is_long) while jax_enable_x64 is off: the one check of that rule. overflow: what
+    jnp.searchsorted does instead, its warning that int64 is not available, then its
+    OverflowError, jnp's message first (JAX's tests match it)."""
+    if jax.config.jax_enable_x64 or not is_long(length):
+        return
+    what = (f"jax_mergepath.{op}: {axis} has {length} elements; positions past "
+            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64")
+    if overflow:
+        requested_dtype(np.int64, op)
+        raise OverflowError(f"Python integer {length} out of bounds for int32. {what} "
+                            f"(jnp.{op} raises this OverflowError too)")
+    raise ValueError(what)
 
 
 def default_int() -> np.dtype:
