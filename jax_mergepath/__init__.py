@@ -7,9 +7,9 @@ export_disabled_checks for jax.export. Each function's docstring gives its argum
 and errors; README.md gives the ordering contract and performance.
 """
 
+from jax_mergepath._checked import check_sorted_inputs
 from jax_mergepath._ffi import HAS_CUDA, export_disabled_checks
 from jax_mergepath._merge import co_rank, is_sorted, merge, merge_by_key, merge_runs
-from jax_mergepath._preconditions import check_sorted_inputs
 from jax_mergepath._sort import argsort, lax_sort, searchsorted, sort, sort_by_key, sort_key_val
 
 __all__ = [

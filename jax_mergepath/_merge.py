@@ -1,9 +1,9 @@
 """The merge family: merge, merge_by_key, merge_runs, co_rank, is_sorted (README "API").
 
-Contract: arguments are checked at trace time (_checks.py); the merged axis is moved last for
-the row-level merges (_rows.py, which pick the kernels or the order-key way by key dtype and
+Contract: arguments are checked at trace time (_args.py); the merged axis is moved last for
+the row-level merges (_dispatch.py, which pick the kernels or the order-key way by key dtype and
 axis length) and moved back. Inputs that must be sorted go through require_sorted
-(_preconditions.py), which emits nothing unless check_sorted_inputs is on.
+(_checked.py), which emits nothing unless check_sorted_inputs is on.
 """
 
 from __future__ import annotations
@@ -14,33 +14,32 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._checks import (
+from jax_mergepath._args import (
     ArrayLike,
     PyTree,
     as_array,
+    as_index_array,
     as_key_array,
     batch_shape,
     check_batch,
     check_direction,
-    check_int_dtype,
     check_key_pair,
-    check_length,
     check_values,
     clamp_index,
-    definitely,
-    fusable_values,
-    gather_along,
-    host_index_array,
     normalize_axis,
-    position_dtype,
     promote_keys,
     row_lengths,
 )
-from jax_mergepath._dtypes import promote
-from jax_mergepath._gather import concatenate_bits
-from jax_mergepath._preconditions import require_sorted
+from jax_mergepath._checked import require_sorted
+from jax_mergepath._dispatch import (
+    co_rank_rows,
+    is_sorted_rows,
+    merge_by_key_rows,
+    merge_rows,
+    merge_runs_rows,
+)
+from jax_mergepath._dtypes import check_x64_length, position_dtype, promote
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import co_rank_rows, is_sorted_rows, merge_rows, merge_runs_rows
 from jax_mergepath._sharded import merge_split_axis
 
 
@@ -100,8 +99,9 @@ def merge(
         ``(merged, indices)``.
 
     Raises:
-        TypeError: a non-key dtype, lengths that are not integers, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, an argument that is not an array or a scalar (a list, as
+            jnp's functions refuse them), lengths that are not integers, or ``descending`` not
+            a bool.
         ValueError: 0-d inputs, different ranks, ``axis`` out of range, batch dimensions that
             differ, lengths not of the batch shape, ``m + n`` of 2**31 or more with
             ``jax_enable_x64`` off, or dtypes without a common dtype (jnp's
@@ -122,15 +122,15 @@ def merge(
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     payload = Payload.INDEX if return_indices else Payload.NONE
     full_rows = a_length is None and b_length is None
-    if full_rows or axis_name is not None:
-        if not full_rows:
-            raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
+    if not full_rows and axis_name is not None:
+        raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
+    al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
+    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
+    if full_rows:
         split = merge_split_axis(a, b, ax, axis_name, descending=descending,
                                  return_indices=return_indices, op=op)
         if split is not None:
             return tuple(split) if return_indices else split[0]
-    al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
-    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
     keys, extra = merge_rows(al, bl, a_valid, b_valid, (), descending=descending, payload=payload,
                              full_rows=full_rows, op=op)
     keys = jnp.moveaxis(keys, -1, ax)
@@ -243,18 +243,9 @@ def merge_by_key(
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
     _require_pair_sorted(ak, bk, a_valid, b_valid, a_length, b_length, ("a_keys", "b_keys"),
                          descending, op)
-    if fusable_values(a_leaves, a_keys) and fusable_values(b_leaves, b_keys):
-        vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
-        keys, moved = merge_rows(ak, bk, a_valid, b_valid, vals, descending=descending,
-                                 payload=Payload.VALUE, full_rows=full_rows, op=op)
-        return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, [jnp.moveaxis(moved, -1, ax)])
-    keys, idx = merge_rows(ak, bk, a_valid, b_valid, (), descending=descending,
-                           payload=Payload.INDEX, full_rows=full_rows, op=op)
-    idx = jnp.moveaxis(idx, -1, ax)
-    out_leaves = [
-        gather_along(concatenate_bits((va, vb), ax), idx, ax)
-        for va, vb in zip(a_leaves, b_leaves, strict=True)
-    ]
+    keys, out_leaves = merge_by_key_rows(ak, bk, a_valid, b_valid, a_leaves, b_leaves,
+                                         descending=descending, full_rows=full_rows, op=op,
+                                         leaf_axis=ax)
     return jnp.moveaxis(keys, -1, ax), jax.tree.unflatten(a_tree, out_leaves)
 
 
@@ -285,8 +276,8 @@ def merge_runs(
         ``x`` with every row merged; with ``return_indices=True``, ``(merged, indices)``.
 
     Raises:
-        TypeError: a non-key dtype, a split that is not an integer, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, ``x`` or ``split`` not an array or a scalar (a list), a
+            split that is not an integer, or ``descending`` not a bool.
         ValueError: 0-d ``x``, ``axis`` out of range, ``split`` not of the batch shape, or
             rows of 2**31 or more elements with ``jax_enable_x64`` off.
 
@@ -301,7 +292,7 @@ def merge_runs(
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
     d = x.shape[ax]
-    check_length(d, op)
+    check_x64_length(d, op, "the merged axis")
     batch = batch_shape(x, ax)
     splits = row_lengths(split, d, batch, "split", op)
     xl = jnp.moveaxis(x, ax, -1)
@@ -340,8 +331,8 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         ``jnp.argsort``).
 
     Raises:
-        TypeError: a non-key dtype, ``k`` not of an integer dtype, or ``descending`` not a
-            bool.
+        TypeError: a non-key dtype, an argument that is not an array or a scalar (a list),
+            ``k`` not of an integer dtype, or ``descending`` not a bool.
         ValueError: batch dimensions that differ, ``k``'s leading dimensions not the batch
             shape, ``m + n`` of 2**31 or more with ``jax_enable_x64`` off, or dtypes without a
             common dtype (as for :func:`merge`).
@@ -356,14 +347,13 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     descending = check_direction(descending, op)
     batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
     m, n = a.shape[-1], b.shape[-1]
-    check_length(m + n, op)
+    check_x64_length(m + n, op, "the merged axis")
     kdt = position_dtype(m + n)
     k = (
         clamp_index(k, m + n, kdt)
         if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-        else as_array(host_index_array(k, kdt), "k", op)
+        else as_index_array(k, "k", op, kdt)
     )
-    check_int_dtype(k, "k", op)
     if k.ndim == 0:  # an int: one position a row
         k = jnp.broadcast_to(k, batch)
     if k.shape[: len(batch)] != batch:
@@ -398,7 +388,8 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
         are sorted.
 
     Raises:
-        TypeError: a non-key dtype, or ``descending`` not a bool.
+        TypeError: a non-key dtype, ``x`` not an array or a scalar (a list), or ``descending``
+            not a bool.
         ValueError: 0-d ``x`` or ``axis`` out of range.
 
     Example:
@@ -410,7 +401,4 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     x = as_key_array(x, "x", op)
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
-    xl = jnp.moveaxis(x, ax, -1)
-    if xl.size == 0 or definitely(lambda: xl.shape[-1] <= 1):
-        return jnp.ones(xl.shape[:-1], jnp.bool_)
-    return is_sorted_rows(xl, descending=descending)
+    return is_sorted_rows(jnp.moveaxis(x, ax, -1), descending=descending)

@@ -39,7 +39,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
-from jax_mergepath._gather import concatenate_bits, take_along_bits
+from jax_mergepath._bits import concatenate_bits, take_along_bits
 from jax_mergepath._lowering import batch_dims_of, ffi_call
 
 

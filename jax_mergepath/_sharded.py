@@ -7,7 +7,7 @@ local shards with the sorted axis first: every device holds n keys, the global a
 devices' shards in axis_index order. It returns this device's share of the globally sorted
 array: the global ranks [i n, (i + 1) n) on device i. The order is the single-device sort's,
 stable: equal keys keep their global input order, or the reverse with reverse_ties (jnp.sort's
-descending). Data moves as bits (_gather.to_bits), so every bit of keys and values survives.
+descending). Data moves as bits (_bits.to_bits), so every bit of keys and values survives.
 
 Splitters: the elements are ordered by (order keys, tie rank of the device, position in its sorted
 shard), a total order; device k's share starts at the element of global rank k n. That element is
@@ -36,12 +36,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._checks import fusable_values
-from jax_mergepath._dtypes import index_dtype, search_index_dtype
-from jax_mergepath._gather import from_bits, reverse_bits, to_bits
+from jax_mergepath._bits import from_bits, reverse_bits, to_bits
+from jax_mergepath._dispatch import (
+    fusable_values,
+    lexsort_rows,
+    merge_by_key_rows,
+    merge_rows,
+    merge_runs_rows,
+    searchsorted_rows,
+    sort_rows,
+)
+from jax_mergepath._dtypes import index_dtype, position_dtype, search_index_dtype
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 
 AxisName = str | tuple[str, ...]
 
@@ -102,7 +109,7 @@ def _local_sort(
         if reverse_ties:  # ties in reverse input order: a stable sort of the reversed input
             key = reverse_bits(key, 0)
             others = [reverse_bits(x, 0) for x in others]
-        if len(others) == 1 and fusable_values(others, key):
+        if len(others) == 1 and fusable_values(others, key.shape):
             k, v = sort_rows(key, (others[0],), descending=descending, payload=Payload.VALUE,
                              op=op)
             return [k], [v]
@@ -110,7 +117,7 @@ def _local_sort(
         return [k], [_take(x, perm) for x in others]
     assert not descending and not reverse_ties
     n = keys[0].shape[0]
-    if all(fusable_values([x], keys[0]) for x in others):
+    if all(fusable_values([x], keys[0].shape) for x in others):
         out = lexsort_rows(keys, others, op)
         return out[: len(keys)], out[len(keys):]
     out = lexsort_rows(keys, [lax.iota(np.int32, n)], op)
@@ -284,12 +291,9 @@ def _merge_received(keys, others, sizes, *, descending: bool, op: str):
     order; ties: the earlier run first). Two runs of one key: one merge_runs (others follow its
     positions). Else a stable sort (one key on more devices, with pieces that fit one chunk of
     a large shard, merges them as rows instead: _redistribute_merged)."""
-    from jax_mergepath._merge import merge_runs  # (the merge layer imports the sort layer)
-
     if len(keys) == 1 and sizes.shape[0] == 2 and not is_complex(keys[0].dtype):
-        if not others:
-            return [merge_runs(keys[0], sizes[0], descending=descending)], []
-        k, perm = merge_runs(keys[0], sizes[0], descending=descending, return_indices=True)
+        k, perm = merge_runs_rows(keys[0], sizes[0], descending=descending,
+                                  return_indices=bool(others), op=op)
         return [k], [_take(x, perm) for x in others]
     return _local_sort(keys, others, descending=descending, reverse_ties=False, op=op)
 
@@ -329,8 +333,6 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
     stay rows of a chunk, merged pairwise in layout order (log2 g levels of ragged merges at the
     copy rate) instead of placed one after another and sorted again; else (skewed keys) the
     general exchange and sort."""
-    from jax_mergepath._merge import merge, merge_by_key  # (the merge layer imports this one)
-
     cuts = _splitters(okeys, axis_name, g, reverse_ties)
     sent = cuts[1:] - cuts[:-1]
     n = moved[0].shape[0]
@@ -347,13 +349,9 @@ def _redistribute_merged(okeys, moved, axis_name, g, reverse_ties, descending, o
         key, vals, lengths = rows[0], rows[1:], _in_layout(sizes, reverse_ties)
         while key.shape[0] > 1:  # merge rows 2i and 2i + 1, lengths adding
             la, lb = lengths[0::2], lengths[1::2]
-            if vals:  # (merge_by_key fuses one value shaped like the keys, gathers others)
-                key, vals = merge_by_key(key[0::2], key[1::2], [v[0::2] for v in vals],
-                                         [v[1::2] for v in vals], descending=descending,
-                                         a_length=la, b_length=lb)
-            else:
-                key = merge(key[0::2], key[1::2], descending=descending, a_length=la,
-                            b_length=lb)
+            key, vals = merge_by_key_rows(key[0::2], key[1::2], la, lb, [v[0::2] for v in vals],
+                                          [v[1::2] for v in vals], descending=descending,
+                                          full_rows=False, op=op)
             lengths = la + lb
         return [_varying(x[0, :n], axis_name) for x in (key, *vals)]
 
@@ -427,11 +425,11 @@ def merge_shards(a: jax.Array, b: jax.Array, *, axis_name: AxisName, descending:
     its own shards, then the sort's splitters and exchange over (key, a before b), then the
     received elements of a and of b (each a sorted slice) partitioned apart and merged.
     Returns [merged] or [merged, positions in concatenate([a, b])]."""
-    from jax_mergepath._merge import merge, merge_runs  # (the merge layer imports this one)
-
     g = lax.psum(1, axis_name)
     na, nb = a.shape[0], b.shape[0]
-    merged, idx = merge(a, b, descending=descending, return_indices=True)
+    merged, idx = merge_rows(a, b, jnp.full((), na, position_dtype(na)),
+                             jnp.full((), nb, position_dtype(nb)), (), descending=descending,
+                             payload=Payload.INDEX, full_rows=True, op=op)
     from_b = idx >= na
     dtype = index_dtype(g * (na + nb))
     me = lax.axis_index(axis_name).astype(dtype)
@@ -452,10 +450,9 @@ def merge_shards(a: jax.Array, b: jax.Array, *, axis_name: AxisName, descending:
                      jnp.cumsum(~is_b, dtype=np.int32)) - 1
     part = [from_bits(jnp.zeros_like(to_bits(x)).at[dest].set(to_bits(x), unique_indices=True),
                       x.dtype, x.weak_type) for x in (got[0], *got[2:])]
-    if not return_indices:
-        return [merge_runs(part[0], count_a, descending=descending)]
-    out, perm = merge_runs(part[0], count_a, descending=descending, return_indices=True)
-    return [out, _take(part[1], perm)]
+    out, perm = merge_runs_rows(part[0], count_a, descending=descending,
+                                return_indices=return_indices, op=op)
+    return [out, _take(part[1], perm)] if return_indices else [out]
 
 
 def global_positions(n: int, axis_name: AxisName) -> jax.Array:

@@ -2,8 +2,8 @@
 "API"), with jnp's and lax's signatures and, where they raise for an argument, their exception
 types.
 
-Contract: arguments are checked at trace time (_checks.py); the sorted axis is moved last for
-the row-level sorts and searches (_rows.py, which pick the kernels or the order-key way by key
+Contract: arguments are checked at trace time (_args.py); the sorted axis is moved last for
+the row-level sorts and searches (_dispatch.py, which pick the kernels or the order-key way by key
 dtype and axis length) and moved back.
 """
 
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jax_mergepath._checks import (
+from jax_mergepath._args import (
     ArrayLike,
     OperandShapeError,
     PyTree,
@@ -27,15 +27,15 @@ from jax_mergepath._checks import (
     check_int_dtype,
     check_key_dtype,
     check_values,
-    fusable_values,
-    gather_along,
+    jnp_flag,
     normalize_axis,
     static_int,
 )
-from jax_mergepath._dtypes import promote
-from jax_mergepath._preconditions import require_sorted
+from jax_mergepath._bits import gather_along
+from jax_mergepath._checked import require_sorted
+from jax_mergepath._dispatch import fusable_values, lexsort_rows, searchsorted_rows, sort_rows
+from jax_mergepath._dtypes import promote, requested_dtype
 from jax_mergepath._primitives import Payload
-from jax_mergepath._rows import lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._sharded import AxisName, searchsorted_split_axis, sort_split_axis
 
 
@@ -60,8 +60,9 @@ def _prepare(
 def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, descending: bool,
                    axis_name: AxisName | None, op: str):
     """sort / argsort's arguments checked as jnp.sort / jnp.argsort check them: kind and order
-    raise jnp's TypeError, a traced axis jnp's ValueError (jnp's axis is a static argument).
-    axis=None flattens; with axis_name only a 1-d shard flattens to the global order."""
+    raise jnp's TypeError, a traced axis or descending jnp's ValueError (jnp's static
+    arguments), descending counts by its truth. axis=None flattens; with axis_name only a 1-d
+    shard flattens to the global order."""
     if axis is None and axis_name is not None and np.ndim(a) > 1:
         raise ValueError(
             f"jax_mergepath.{op}: axis=None with axis_name flattens only 1-d shards (the local "
@@ -76,6 +77,7 @@ def _jnp_sort_args(a: ArrayLike, axis: int | None, kind: None, order: None, desc
         raise TypeError(
             f"jax_mergepath.{op}: the 'order' argument is not supported (as in jnp.{op})"
         )
+    descending = jnp_flag(descending, "descending", op)
     return _prepare(a, axis, descending, op, "a", traced_error=ValueError)
 
 
@@ -90,7 +92,9 @@ def sort(
     axis_name: AxisName | None = None,
 ) -> jax.Array:
     """Stable sort along ``axis``: a drop-in for ``jnp.sort``, with the same result bit for
-    bit (every row of the other axes sorted independently, in one kernel call).
+    bit (every row of the other axes sorted independently, in one kernel call), but for one
+    difference: subnormal floats are ordered as the numbers they are, as numpy and XLA:GPU order
+    them, where XLA:CPU's own sort (so ``jnp.sort`` on the CPU) flushes them to zero.
 
     The order is ``jnp.argsort(stable=True)``'s: NaN last (first when ``descending``),
     -0.0 == +0.0, equal keys in input order; sorted values are the input's bits (so -0.0 and
@@ -113,7 +117,8 @@ def sort(
         order: not supported, as in ``jnp.sort``: anything but None raises.
         stable: accepted as in ``jnp.sort``; the sort is always stable, which is a valid
             answer for ``stable=False`` too.
-        descending: sort largest first.
+        descending: sort largest first: any value, by its truth, as in ``jnp.sort`` (a
+            static argument: known when the function is traced).
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
@@ -125,10 +130,11 @@ def sort(
         type.
 
     Raises:
-        TypeError: a non-key dtype, descending not a bool, ``kind`` or ``order`` given (as
-            ``jnp.sort``).
-        ValueError: a is 0-d (and axis is not None), axis out of range, or axis traced (a
-            ``jax.jit`` argument: make it static, as ``jnp.sort`` requires).
+        TypeError: a non-key dtype, ``a`` not an array or a scalar (a list: as ``jnp.sort``),
+            ``kind`` or ``order`` given (as ``jnp.sort``).
+        ValueError: a is 0-d (and axis is not None), axis out of range, or axis or descending
+            traced (a ``jax.jit`` argument: make it static, as ``jnp.sort`` requires) or
+            unhashable.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -164,7 +170,8 @@ def argsort(
     axis_name: AxisName | None = None,
 ) -> jax.Array:
     """Stable argsort along ``axis``: a drop-in for ``jnp.argsort(x, stable=True)``, with the
-    same result bit for bit.
+    same result bit for bit, but for :func:`sort`'s one difference: subnormal floats ordered as
+    numbers (XLA:CPU's own sort flushes them to zero).
 
     Args:
         a: keys of a key dtype, >= 1-d (any shape with ``axis=None``).
@@ -174,15 +181,17 @@ def argsort(
         order: not supported, as in ``jnp.argsort``: anything but None raises.
         stable: accepted as in ``jnp.argsort``; the sort is always stable, which is a valid
             answer for ``stable=False`` too.
-        descending: largest first; ties still keep their input order.
+        descending: largest first; ties still keep their input order. Any value, by its
+            truth, as in ``jnp.argsort`` (a static argument).
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global argsort, in global positions (README "Sharded arrays").
             Not needed outside ``shard_map``: an array whose sharding splits ``axis`` over
             explicit mesh axes (``jax.make_mesh``'s default) is sorted across the devices by
             itself.
-        dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized: int64 is
-            int32 with x64 off; positions that do not fit wrap, as jnp's iota of that dtype).
+        dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized as jnp
+            does: int64 is int32 with x64 off, with jnp's warning; positions that do not fit
+            wrap, as jnp's iota of that dtype).
 
     Returns:
         positions along axis such that ``take_along_axis(a, idx, axis)`` is sorted, in
@@ -205,6 +214,7 @@ def argsort(
     del stable  # always stable
     op = "argsort"
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, axis_name, op)
+    positions = None if dtype is None else requested_dtype(dtype, op)
     split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=False,
                             positions=True, op=op)
     if split is not None:
@@ -213,9 +223,7 @@ def argsort(
         _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
                            payload=Payload.INDEX, op=op, wrap_positions=True, keys_needed=False)
         idx = jnp.moveaxis(idx, -1, ax)
-    if dtype is not None:
-        idx = idx.astype(jax.dtypes.canonicalize_dtype(dtype))
-    return idx
+    return idx if positions is None else idx.astype(positions)
 
 
 def _check_leaves(values: PyTree, keys: jax.Array, name: str, op: str):
@@ -256,9 +264,10 @@ def sort_by_key(
         ``(sorted keys, values in the same pytree structure, permuted)``.
 
     Raises:
-        TypeError, ValueError: as for :func:`sort`; ValueError when a leaf's leading shape is not
-        the keys' shape, or, with ``jax_enable_x64`` off, when leaves that must be gathered
-        (not one leaf shaped like the keys) go with an axis of 2**31 elements or more.
+        TypeError: as for :func:`sort`, or ``descending`` not a bool.
+        ValueError: as for :func:`sort` (but ``descending``), when a leaf's leading shape is not
+            the keys' shape, or, with ``jax_enable_x64`` off, when leaves that must be gathered
+            (not one leaf shaped like the keys) go with an axis of 2**31 elements or more.
 
     Example:
         >>> import jax.numpy as jnp, jax_mergepath as jmp
@@ -276,7 +285,7 @@ def sort_by_key(
     if split is not None:
         return split[0], jax.tree.unflatten(tree, split[1:])
     kl = jnp.moveaxis(keys, ax, -1)
-    if fusable_values(leaves, keys):
+    if fusable_values(leaves, keys.shape):
         out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
                                payload=Payload.VALUE, op=op)
         return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, [jnp.moveaxis(moved, -1, ax)])
@@ -351,9 +360,9 @@ def lax_sort(
         for a sequence (a one-element sequence too).
 
     Raises:
-        TypeError: an empty sequence (as ``jax.lax.sort``), a key of a non-key dtype,
-            ``dimension`` or ``num_keys`` not an int, or traced (a ``jax.jit`` argument: make
-            it static).
+        TypeError: an empty sequence (as ``jax.lax.sort``), an operand that is not an array
+            or a scalar (a nested list), a key of a non-key dtype, ``dimension`` or ``num_keys``
+            not an int, or traced (a ``jax.jit`` argument: make it static).
         ValueError: arrays of different shapes, 0-d arrays, num_keys out of range (or not 1
             for a single array), dimension out of range.
 
@@ -415,8 +424,8 @@ def sort_key_val(
         ``(sorted keys, values permuted with them)``.
 
     Raises:
-        TypeError: keys of a non-key dtype, ``dimension`` not an int or traced (a
-            ``jax.jit`` argument: make it static).
+        TypeError: keys of a non-key dtype, keys or values not an array or a scalar (a
+            list), ``dimension`` not an int or traced (a ``jax.jit`` argument: make it static).
         ValueError: values not of the keys' shape, 0-d keys, dimension out of range.
 
     Example:
@@ -490,7 +499,8 @@ def searchsorted(
         is searched in jnp over the order keys, with the same result).
 
     Raises:
-        TypeError: non-key dtypes, or a ``sorter`` that is not of an integer dtype.
+        TypeError: non-key dtypes, ``a``, ``v`` or ``sorter`` not an array or a scalar (a list,
+            as ``jnp.searchsorted``), a ``sorter`` that is not of an integer dtype.
         ValueError: side not "left" / "right" or an unknown method (as
             ``jnp.searchsorted``), 0-d a, mismatched batch dimensions, a ``sorter`` whose
             leading dimensions are not a's, or dtypes without a common dtype (jnp's

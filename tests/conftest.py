@@ -1,7 +1,8 @@
 # Shared pytest setup for the jax_mergepath suite: 64-bit dtypes on, a per-test seeded `rng`
 # fixture, the `requires_gpu` marker (declared in pyproject.toml; tests carrying it skip unless
 # jax's default device is a GPU, so one suite runs on whatever JAX_PLATFORMS gives), the test
-# tiers (SLOW_FILES: the `slow` marker), and jax's caches dropped after each module.
+# tiers (every test file declares one, TIERS; collection fails on a file without), and jax's
+# caches dropped after each module.
 from __future__ import annotations
 
 import zlib
@@ -27,30 +28,35 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# The fast tier (the README's test command, `-m "not slow"`) is every file not listed here:
-# one test file a function family at its core plus the argument, export, tuning and docstring
-# checks, about 3 minutes on 2 cores. These files are the slow tier, which `.ci/run` runs after
-# it (seconds of test time each, measured on 2 cores: docs/extending.md "Tests").
-SLOW_FILES = frozenset({
-    "test_bench.py",  # 32 s
-    "test_dropin_results.py",  # 165 s
-    "test_dropin_together.py",  # 98 s
-    "test_examples.py",  # 26 s
-    "test_jax_compat.py",  # 98 s
-    "test_lax_sort.py",  # 46 s
-    "test_merge.py",  # 126 s
-    "test_merge_dtypes.py",  # 49 s
-    "test_merge_transforms.py",  # 28 s
-    "test_merge_unsorted.py",  # 23 s
-    "test_sort_dtypes.py",  # 26 s
-    "test_sort_transforms.py",  # 21 s
-})
+# The tiers (docs/extending.md "Tests"): every test file says which it is in, by a module-level
+# `pytestmark` holding exactly one of these markers (declared in pyproject.toml):
+# - fast: the README's test command, `pytest -m "not slow"` (one file a function family at its
+#   core plus the argument, export, tuning and docstring checks: about 3 minutes on 2 cores; a
+#   test inside may carry `slow` itself);
+# - slow: the full tier, which `.ci/run` runs after it (`-m slow`);
+# - requires_gpu: GPU-only files, skipped without a GPU; `python tests/gpu_suite.py` runs them
+#   with every other `requires_gpu` test on a GPU machine.
+TIERS = ("fast", "slow", "requires_gpu")
 
 
+def _file_tiers(module) -> list[str]:
+    marks = getattr(module, "pytestmark", [])
+    marks = marks if isinstance(marks, list | tuple) else [marks]
+    return [m.name for m in marks if m.name in TIERS]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.name in SLOW_FILES:
-            item.add_marker(pytest.mark.slow)
+    untiered = sorted({
+        f"{item.path.name} (pytestmark tiers: {_file_tiers(item.module) or 'none'})"
+        for item in items
+        if isinstance(item, pytest.Function) and len(_file_tiers(item.module)) != 1
+    })
+    if untiered:  # (a usage error: the whole run fails, so CI fails)
+        raise pytest.UsageError(
+            "every test file must declare exactly one tier, a module-level pytestmark of "
+            f"pytest.mark.fast, .slow or .requires_gpu (tests/conftest.py TIERS): {untiered}"
+        )
     if any(item.get_closest_marker("requires_gpu") for item in items) and not has_gpu():
         skip = pytest.mark.skip(reason="needs a GPU as jax's default device")
         for item in items:

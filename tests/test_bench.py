@@ -23,7 +23,7 @@ sys.path.append(str(ROOT))
 from perf.bench import cli, plot  # noqa: E402
 from perf.bench.run import main  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # the slow tier (32 s of test time on 2 cores)
 
 TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repeats", "1",
         "--rounds", "1", "--calls", "2", "--min-calls", "1", "--max-batch-s", "0.01"]

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.requires_gpu
+pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
 SCRIPT = textwrap.dedent(
     """

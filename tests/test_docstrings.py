@@ -12,6 +12,8 @@ import pytest
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 PUBLIC = [name for name in jmp.__all__ if callable(getattr(jmp, name))]
 
 

@@ -25,6 +25,8 @@ import pytest
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (165 s of test time on 2 cores)
+
 S = jax.ShapeDtypeStruct
 X64 = [True, False]
 X64_IDS = ["x64", "x32"]
@@ -294,7 +296,8 @@ def test_long_axes_lower_to_xla_sort():
 def test_long_axis_way_is_bit_identical(monkeypatch, rng, dtype, x64):
     """The way long axes run (lax.sort of order keys, a binary search in jnp), forced on small
     arrays by lowering its threshold, gives the kernels' results bit for bit."""
-    from jax_mergepath import _rows
+    from jax_mergepath import _dispatch
+    from jax_mergepath._dtypes import definitely
 
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
@@ -325,9 +328,10 @@ def test_long_axis_way_is_bit_identical(monkeypatch, rng, dtype, x64):
     with jax.enable_x64(x64):
         for name, call in calls.items():
             kernels = call()
-            monkeypatch.setattr(_rows, "KERNEL_LIMIT", 8)
+            monkeypatch.setattr(_dispatch, "_fits", lambda length: not definitely(
+                lambda: length >= 8))
             long_way = call()
-            monkeypatch.setattr(_rows, "KERNEL_LIMIT", 2**31)
+            monkeypatch.undo()
             for k, w in zip(jax.tree.leaves(kernels), jax.tree.leaves(long_way), strict=True):
                 assert_same(w, k, f"{name} {dtype.name}")
 

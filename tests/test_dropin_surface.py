@@ -2,14 +2,16 @@
 # jnp's and lax's signatures (positional axis, axis=None, kind / order / stable, lax.sort's operand
 # forms, sort_key_val, searchsorted's sorter and method) with jnp's exception types; traced axes /
 # dimensions / num_keys named, with how to make them static; check_sorted_inputs (checkify checks of
-# sorted inputs: eager, jit, vmap, ragged prefixes, the first unsorted row, and an unchanged program
-# when off); merge_by_key's ragged rows against the numpy reference (CPU, jit, vmap, grad);
-# py.typed; the quickstart's --help. References: jnp / lax themselves on data without subnormals,
-# and reference.py's numpy merges.
+# sorted inputs: eager, jit, vmap, ragged prefixes, the first unsorted row, an unchanged program
+# when off, checked and unchecked traces never sharing jax.jit's cache, per thread); merge_by_key's
+# ragged rows against the numpy reference (CPU, jit, vmap, grad); py.typed; the quickstart's
+# --help. References: jnp / lax themselves on data without subnormals, and reference.py's numpy
+# merges.
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import threading
 from pathlib import Path
 
 import jax
@@ -24,6 +26,8 @@ from sort_checks import no_subnormals
 import jax_mergepath as jmp
 import jax_mergepath._merge as merge_module
 import jax_mergepath._sort as sort_module
+
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -372,6 +376,78 @@ def test_checked_switch_nests_and_checks_its_argument(rng):
         jmp.merge(a, b)
     with pytest.raises(TypeError, match="enabled"), jmp.check_sorted_inputs("yes"):
         pass
+
+
+def _runs_unchecked(jitted, cf, a, b, good) -> None:
+    """Outside the block: jitted merges (unsorted input too: a permutation) without a traced
+    check (which would fail to compile without checkify), and cf finds no error."""
+    assert_bits_equal(jitted(good, b), ref_merge(good, b)[0])
+    jitted(a, b)
+    assert cf(a, b)[0].get() is None
+
+
+def _runs_checked(cf, a, b, good) -> None:
+    """Inside the block: cf and a fresh checkify(jit(merge)) find row 1 of a unsorted."""
+    with jmp.check_sorted_inputs():
+        for checked in (cf, checkify.checkify(jax.jit(jmp.merge))):
+            assert "batch index [1]" in checked(a, b)[0].get()
+            assert checked(good, b)[0].get() is None
+
+
+def test_checked_and_unchecked_traces_never_share_a_cache_entry(rng):
+    """The switch is in jax.jit's cache key: a program traced outside the block runs checked
+    inside it and a checked one never leaks out, both orders, with one jit object and with a
+    fresh jax.jit of the same function on each side."""
+    a, b = _merge_rows(rng, 3, 20, 10, bad_rows=(1,))
+    good = np.sort(a, axis=-1)
+    for unchecked_first in (True, False):
+        jax.clear_caches()
+        f = jax.jit(jmp.merge)
+        cf = checkify.checkify(f)
+        if unchecked_first:
+            _runs_unchecked(f, cf, a, b, good)
+        _runs_checked(cf, a, b, good)
+        _runs_unchecked(f, cf, a, b, good)
+        _runs_unchecked(jax.jit(jmp.merge), cf, a, b, good)
+        _runs_checked(cf, a, b, good)
+
+
+def test_checked_switch_is_per_thread(rng):
+    a, b = _merge_rows(rng, 2, 10, 10, bad_rows=(1,))
+    got = {}
+
+    def other_thread():
+        got["merged"] = jmp.merge(a, b)  # the block is this test's thread's: no check here
+
+    with jmp.check_sorted_inputs():
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        with pytest.raises(checkify.JaxRuntimeError):
+            jmp.merge(a, b)
+    assert got["merged"].shape == (2, 20)
+
+
+def test_checked_mode_without_its_config_state_raises_naming_the_fix(monkeypatch, rng):
+    """The switch is made by jax's private config.bool_state: where that fails, the checked
+    mode says so (and how to go on) instead of running unchecked; the functions still work."""
+    from jax_mergepath import _checked
+
+    monkeypatch.setattr(_checked, "_STATE", None)
+    monkeypatch.setattr(_checked, "_STATE_ERROR", AttributeError("no bool_state"))
+    with pytest.raises(RuntimeError, match=r"bool_state.*no bool_state.*is_sorted"):
+        with jmp.check_sorted_inputs():
+            pass
+    a, b = _merge_rows(rng, 2, 10, 10)
+    assert_bits_equal(jmp.merge(a, b), ref_merge(a, b)[0])
+
+
+def test_checked_state_is_jax_config():
+    """The switch is jax's config option, in the jit key (the keying the cache test relies on)."""
+    assert jax.config.jax_mergepath_check_sorted_inputs is False
+    with jmp.check_sorted_inputs():
+        assert jax.config.jax_mergepath_check_sorted_inputs is True
+    assert jax.config.jax_mergepath_check_sorted_inputs is False
 
 
 def test_checked_grad_passes_through(rng):

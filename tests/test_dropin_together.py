@@ -17,6 +17,8 @@ from jax.experimental import checkify
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (98 s of test time on 2 cores)
+
 S = jax.ShapeDtypeStruct
 LONG = 2**31  # an axis this long needs int64 positions
 

@@ -12,6 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # the slow tier (26 s of test time on 2 cores)
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 

@@ -19,6 +19,8 @@ import jax_mergepath as jmp
 from jax_mergepath import _ffi
 from jax_mergepath._primitives import Payload
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 TARGETS = {"jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted"}
 CHECKS = jmp.export_disabled_checks()
 

@@ -43,6 +43,8 @@ from jax import lax
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (98 s of test time on 2 cores)
+
 # Every key dtype jnp.sort takes on the CPU (jnp.sort rejects int2, uint2, float4_e2m1fn there).
 SORT_DTYPES: list[np.dtype] = [
     np.dtype(t)
@@ -810,6 +812,32 @@ ERROR_CASES: dict[str, tuple[Callable, Callable]] = {
         lambda: jmp.sort_key_val(_X, _X[0]),
         lambda: lax.sort_key_val(_X, _X[0]),
     ),
+    "sort list": (lambda: jmp.sort([3.0, 1.0]), lambda: jnp.sort([3.0, 1.0])),
+    "argsort tuple": (lambda: jmp.argsort((3.0, 1.0)), lambda: jnp.argsort((3.0, 1.0))),
+    "searchsorted list a": (
+        lambda: jmp.searchsorted([1.0, 2.0], 1.0),
+        lambda: jnp.searchsorted([1.0, 2.0], 1.0),
+    ),
+    "searchsorted list v": (
+        lambda: jmp.searchsorted(_X[0], [1.0]),
+        lambda: jnp.searchsorted(_X[0], [1.0]),
+    ),
+    "searchsorted list sorter": (
+        lambda: jmp.searchsorted(_X[0], 1.0, sorter=[0, 1, 2]),
+        lambda: jnp.searchsorted(_X[0], 1.0, sorter=[0, 1, 2]),
+    ),
+    "sort traced descending": (
+        lambda: jax.jit(lambda x, d: jmp.sort(x, descending=d))(_X, True),
+        lambda: jax.jit(lambda x, d: jnp.sort(x, descending=d))(_X, True),
+    ),
+    "argsort descending array": (
+        lambda: jmp.argsort(_X, descending=np.array(True)),
+        lambda: jnp.argsort(_X, descending=np.array(True)),
+    ),
+    "argsort dtype not a dtype": (
+        lambda: jmp.argsort(_X, dtype="bogus"),
+        lambda: jnp.argsort(_X, dtype="bogus"),
+    ),
 }
 
 
@@ -821,6 +849,47 @@ def test_errors_as_jnp(case):
     assert want is not None, f"{case}: jnp no longer raises"
     got = _raised(got_f)
     assert got is not None and issubclass(got, want), f"{case}: raised {got}, jnp raises {want}"
+
+
+@pytest.mark.parametrize("descending", [1, "yes", np.bool_(True), 0, None])
+def test_descending_any_value(rng, descending):
+    """jnp.sort / jnp.argsort take any descending by its truth (a static argument)."""
+    x = jnp.asarray(_keys(rng, np.float32, (3, 40)))
+    for name in ("sort", "argsort"):
+        assert_same(getattr(jmp, name)(x, descending=descending),
+                    getattr(jnp, name)(x, descending=descending), f"{name}({descending!r})")
+
+
+def test_argsort_dtype_int64_warns_as_jnp(x64):
+    """lax_numpy_test testArgsortDtype's int64 with x64 off: int32 positions and jnp's warning
+    (UserWarning, naming argsort), the same text."""
+    x = jnp.asarray(np.array([3, 1, 2], np.int32))
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        got = jmp.argsort(x, dtype=np.int64)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        want = jnp.argsort(x, dtype=np.int64)
+    assert_same(got, want, "argsort(dtype=int64)")
+    assert [(w.category, str(w.message)) for w in ours] == [
+        (w.category, str(w.message)) for w in theirs]
+    assert bool(ours) == (not x64)
+
+
+def test_searchsorted_dtype_as_jax_tests_it(x64):
+    """lax_numpy_test testSearchsortedDtype, routed: int32 for an axis of 2**31 - 1, int64 for
+    2**31 with x64 on; with it off jnp's warning and OverflowError, matched by JAX's regexes."""
+    a_int32 = jax.ShapeDtypeStruct((np.iinfo(np.int32).max,), np.float32)
+    a_int64 = jax.ShapeDtypeStruct((np.iinfo(np.int32).max + 1,), np.float32)
+    v = jax.ShapeDtypeStruct((), np.float32)
+    assert jax.eval_shape(jmp.searchsorted, a_int32, v).dtype == np.int32
+    if x64:
+        assert jax.eval_shape(jmp.searchsorted, a_int64, v).dtype == np.int64
+        return
+    with pytest.warns(UserWarning, match="Explicitly requested dtype.*int64"), pytest.raises(
+        OverflowError, match="Python integer 2147483648 out of bounds.*"
+    ):
+        jax.eval_shape(jmp.searchsorted, a_int64, v)
 
 
 def test_zero_d_axis_none():

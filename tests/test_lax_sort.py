@@ -26,6 +26,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (46 s of test time on 2 cores)
+
 
 def _assert_same_as_lax(operands, **kw) -> None:
     """jmp.lax_sort and jax.lax.sort agree bit-exactly (both gather their operands), except for
@@ -252,7 +254,7 @@ def test_integer_keys_grad_of_a_float_operand(rng):
 def test_bfloat16_operand_bits_under_vmap_with_an_unbatched_key(rng):
     """A bfloat16 operand gathered along dimension -2 under vmap, its key unbatched (fuzz case
     1000445's path): subnormals, signed zeros and NaN payloads come back bit for bit. On the
-    H200 machine's CPU (avx512_bf16) that case lost subnormals before jax_mergepath._gather's
+    H200 machine's CPU (avx512_bf16) that case lost subnormals before jax_mergepath._bits's
     barriers and kept them after (a probe of that case, commit f842bf4), and this test passed
     there; on a host without avx512_bf16 it passes either way."""
     key = rng.integers(0, 3, (257, 3)).astype(np.int32)

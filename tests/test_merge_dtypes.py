@@ -32,6 +32,8 @@ from reference import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (49 s of test time on 2 cores)
+
 
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
 @pytest.mark.parametrize("mn", [(0, 3), (1, 1), (17, 30), (257, 255), (2049, 1023)], ids=str)

@@ -1,9 +1,10 @@
 # Bad arguments raise at trace time (docs/contract.md "Errors"): dtypes without a common dtype ->
-# jnp's TypePromotionError (a ValueError); 0-d inputs, axis out of range, mismatched batch shapes,
-# lengths/splits of the wrong shape, an axis too long for int32 indices with x64 off -> ValueError
-# (with x64 on it merges, with int64 indices). Each case is checked eagerly and under
-# jax.eval_shape (abstract inputs: nothing runs), and messages are checked loosely for the
-# argument's name.
+# jnp's TypePromotionError (a ValueError); Python lists and tuples given as arrays (keys,
+# lengths, splits, k) -> TypeError naming the argument, as jnp refuses them; 0-d inputs, axis out
+# of range, mismatched batch shapes, lengths/splits of the wrong shape, an axis too long for
+# int32 indices with x64 off -> ValueError (with x64 on it merges, with int64 indices). Each case
+# is checked eagerly and under jax.eval_shape (abstract inputs: nothing runs), and messages are
+# checked loosely for the argument's name.
 from __future__ import annotations
 
 import functools
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 import jax_mergepath as jmp
+
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
@@ -213,3 +216,42 @@ def test_good_arguments_do_not_raise():
     )
     assert out.shape == (3, 9)
     assert np.asarray(jmp.merge(np.array([1.0, 2.0]), np.array([1.5]))).tolist() == [1.0, 1.5, 2.0]
+
+
+# ---------------------------------------------------------------------- Python lists
+
+
+A, B = jnp.array([[1, 3, 5]]), jnp.array([[2, 4]])
+LIST_CASES = {
+    # name: (the call with a Python list, the argument the message names)
+    "merge a": (lambda: jmp.merge([1, 3], jnp.array([2])), "a"),
+    "merge b": (lambda: jmp.merge(jnp.array([1, 3]), [2]), "b"),
+    "merge b tuple": (lambda: jmp.merge(jnp.array([1, 3]), (2,)), "b"),
+    "merge a_length": (lambda: jmp.merge(A, B, a_length=[2]), "a_length"),
+    "merge b_length": (lambda: jmp.merge(A, B, b_length=[1]), "b_length"),
+    "merge_by_key keys": (lambda: jmp.merge_by_key([1], jnp.array([2]), jnp.array([0]),
+                                                   jnp.array([1])), "a_keys"),
+    "merge_runs x": (lambda: jmp.merge_runs([1, 3, 2], 2), "x"),
+    "merge_runs split": (lambda: jmp.merge_runs(A, [2]), "split"),
+    "co_rank k": (lambda: jmp.co_rank([1, 2], jnp.array([1, 3]), jnp.array([2])), "k"),
+    "co_rank a": (lambda: jmp.co_rank(1, [1, 3], jnp.array([2])), "a"),
+    "is_sorted x": (lambda: jmp.is_sorted([1, 2]), "x"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(LIST_CASES))
+def test_python_lists_are_refused(case):
+    """Every array argument refuses a Python list or tuple with a TypeError naming it, as jnp's
+    functions do (jnp.concatenate([[1, 3], [2]]) raises one too); a Python scalar is taken (a
+    0-d array: an int k, a length)."""
+    call, name = LIST_CASES[case]
+    with pytest.raises(TypeError, match=rf"\b{name} must be an array or a scalar, got a Python"):
+        call()
+
+
+def test_python_scalars_are_arrays():
+    assert jmp.co_rank(2, jnp.array([1, 3]), jnp.array([2])).tolist() == 1
+    out = jmp.merge(A, B, a_length=2, b_length=np.int64(1))
+    assert out.tolist() == [[1, 2, 3, 5, 4]]
+    with pytest.raises(TypeError):
+        jnp.concatenate([[1, 3], [2]])  # (jnp's own)

@@ -33,9 +33,12 @@ from reference import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
 
-pytestmark = pytest.mark.requires_gpu
+pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
-GPU_SIZES = [*TILE_TOTALS, 3 * 2816 + 1, 2**17 - 1, 2**17 + 1, 7 * 2304 * 11 + 1]
+# Several tiles and one more output, at the tiles the native module reports: 3 tiles of 8-byte
+# keys alone, 77 of 4-byte keys with a 1-byte payload.
+GPU_SIZES = [*TILE_TOTALS, 3 * _cpu.merge_tile(8, 0) + 1, 2**17 - 1, 2**17 + 1,
+             77 * _cpu.merge_tile(4, 1) + 1]
 
 
 def test_gpu_is_default_device():
@@ -94,8 +97,8 @@ def _full_row_lengths(key_bytes: int, payloads: tuple[int, ...]) -> list[int]:
     tiled kernels' lengths."""
     lengths = {1, 2, 3, 64, 100, 1024}
     for payload in payloads:
-        tile = _cpu.merge_tile(key_bytes, payload)
-        items = tile // 256
+        threads, items, _ = _cpu.merge_shape_for(key_bytes, 2 if payload else 0, payload)
+        tile = threads * items  # (_cpu.merge_tile(key_bytes, payload))
         lengths |= {items - 1, items, items + 1, 2 * items + 1}
         lengths |= {tile - items - 1, tile - items, tile - items + 1, tile - 1, tile}
     return sorted(lengths)

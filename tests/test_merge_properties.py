@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,6 +21,8 @@ from reference import (
 )
 
 import jax_mergepath as jmp
+
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True)
 

@@ -28,6 +28,8 @@ from reference import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (28 s of test time on 2 cores)
+
 # ---------------------------------------------------------------------------------------- jit
 
 

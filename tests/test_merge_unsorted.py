@@ -14,6 +14,9 @@ import pytest
 from reference import is_permutation_of, random_keys, ref_merge, ref_merge_runs, to_bits
 
 import jax_mergepath as jmp
+from jax_mergepath import _cpu
+
+pytestmark = pytest.mark.slow  # the slow tier (23 s of test time on 2 cores)
 
 
 def _devices() -> list[jax.Device]:
@@ -189,15 +192,17 @@ def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
 @pytest.mark.parametrize("rows, m, n", [(64, 5000, 7000), (1100, 5000, 7000), (8, 40000, 40000)],
                          ids=str)
 def test_tiled_rows_beside_a_broken_partition_are_still_merged(rng, device, rows, m, n):
-    # Rows longer than a tile (4864 int32 keys alone, 3840 with indices or values) are cut at
-    # tile boundaries by the partition pass, whose blocks hold the boundaries of several rows (8
-    # a block; 256 past 4096 boundaries: 1100 rows of 4 or 5), and a long row spans several
-    # blocks (8 rows of 17 or 21 tiles). A bad row's b is 4000 huge keys then negative ones:
-    # the partition's searches return splits that are not monotone along it (a host emulation
-    # of the thread search, which the warp search replays, 5000 + 7000: 0, 4864, 2728, 5000 for
+    # Rows longer than a tile (int32 keys alone: _cpu.merge_tile(4, 0), 4864 at this writing;
+    # with indices or values: merge_tile(4, 4), 3840; asserted below) are cut at tile boundaries
+    # by the partition pass, whose blocks hold the boundaries of several rows (8 a block; 256
+    # past 4096 boundaries: 1100 rows of 4 or 5), and a long row spans several blocks (8 rows of
+    # 17 or 21 tiles). A bad row's b is 4000 huge keys then negative ones: the partition's
+    # searches return splits that are not monotone along it (a host emulation of the thread
+    # search, which the warp search replays, 5000 + 7000 at those tiles: 0, 4864, 2728, 5000 for
     # keys alone, 0, 3840, 5000, 4520, 5000 with indices; 6000 huge keys chained up for keys
     # alone), so the partition flags that block; the other rows of the block must still be
     # merged.
+    assert m > _cpu.merge_tile(4, 0) and m > _cpu.merge_tile(4, 4), "rows of one tile"
     h = 4000
     bad = np.array([0, 5, rows - 1])
     a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)

@@ -18,6 +18,8 @@ from reference import (
     to_bits,
 )
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 
 def _numpy_stable_argsort(x: np.ndarray, descending: bool) -> np.ndarray:
     y = x.astype(np.float64)  # exact for every float key dtype

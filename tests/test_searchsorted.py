@@ -26,6 +26,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 SIDES = ["left", "right"]
 
 

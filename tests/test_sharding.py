@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 SCRIPT = pathlib.Path(__file__).parent / "sharding" / "batch_sharded.py"
 
 

@@ -30,6 +30,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (26 s of test time on 2 cores)
+
 
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
 @pytest.mark.parametrize("dtype", KEY_DTYPES, ids=dtype_id)

@@ -1,5 +1,8 @@
 # Bad arguments to the sort family raise at trace time (docs/contract.md "Errors"): string and
-# object keys -> TypeError naming the argument; descending not a bool -> TypeError; 0-d inputs,
+# object keys, Python lists and tuples given as arrays (as jnp refuses them) -> TypeError naming
+# the argument; sort / argsort take descending as jnp does (any value by its truth; traced or
+# unhashable -> jnp's ValueError), sort_by_key's descending not a bool -> TypeError; argsort's
+# dtype= as jnp's (int64 without x64: int32 with jnp's warning); 0-d inputs,
 # axis out of range, values whose shape does not match the keys, lax_sort operands of different
 # shapes, num_keys < 1 or > len(operands), searchsorted's side not "left"/"right", mismatched
 # batch shapes -> ValueError; axes of 2**31 elements or more give what jnp gives (x64 on: int64
@@ -17,9 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference import KEY_DTYPES, dtype_id
+from reference import KEY_DTYPES, assert_bits_equal, dtype_id
 
 import jax_mergepath as jmp
+
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 S = jax.ShapeDtypeStruct
 F32, I32 = jnp.float32, jnp.int32
@@ -51,8 +56,8 @@ SORT_ERRORS = [
     ("axis_too_small", ValueError, r"(?i)axis", S((2, 5), F32), {"axis": -3}),
     ("axis_1d", ValueError, r"(?i)axis", S((5,), F32), {"axis": 1}),
     ("axis_1d_neg", ValueError, r"(?i)axis", S((5,), F32), {"axis": -2}),
-    ("descending_str", TypeError, r"descending", S((5,), F32), {"descending": "yes"}),
-    ("descending_none", TypeError, r"descending", S((5,), F32), {"descending": None}),
+    ("descending_array", ValueError, r"descending", S((5,), F32),
+     {"descending": np.array(True)}),
 ]
 
 
@@ -62,6 +67,79 @@ SORT_ERRORS = [
 )
 def test_sort_bad_arguments(fn, exc, match, x, kw):
     _raises_both_ways(exc, match, functools.partial(fn, **kw), x)
+
+
+@pytest.mark.parametrize("name", ["sort", "argsort"])
+def test_descending_as_jnp_takes_it(rng, name):
+    """Any value by its truth (jnp's static argument), as jnp.sort / jnp.argsort; traced: jnp's
+    ValueError, naming descending and how to make it static."""
+    fn, ref = getattr(jmp, name), getattr(jnp, name)
+    x = jnp.asarray(rng.integers(0, 5, 40).astype(np.int32))
+    for flag in (1, "yes", np.bool_(True), 0, None, ""):
+        got = fn(x, descending=flag)
+        assert_bits_equal(got, ref(x, descending=flag), f"descending={flag!r}")
+        assert_bits_equal(got, fn(x, descending=bool(flag)), f"descending={flag!r}")
+    traced = jax.jit(lambda x, d: fn(x, descending=d))
+    with pytest.raises(ValueError, match=r"descending.*static_argnames='descending'"):
+        traced(x, True)
+    with pytest.raises(ValueError):
+        jax.jit(lambda x, d: ref(x, descending=d))(x, True)  # (jnp's own)
+
+
+@pytest.mark.parametrize("fn", [jmp.sort, jmp.argsort, jmp.sort_by_key, jmp.lax_sort],
+                         ids=["sort", "argsort", "sort_by_key", "lax_sort"])
+@pytest.mark.parametrize("given", [[3, 1, 2], (3, 1, 2), [[3, 1], [2, 0]]],
+                         ids=["list", "tuple", "nested"])
+def test_python_lists_are_refused(fn, given):
+    """A Python list or tuple where an array goes raises jnp's TypeError, naming the argument
+    (lax_sort: a list of operands is lax.sort's sequence form; lists inside it are refused)."""
+    if fn is jmp.lax_sort:
+        with pytest.raises(TypeError, match=r"operand\[0\] must be an array or a scalar"):
+            fn([given, np.arange(len(given))])
+        return
+    args = (given, np.arange(len(given))) if fn is jmp.sort_by_key else (given,)
+    name = "keys" if fn is jmp.sort_by_key else "a"
+    with pytest.raises(TypeError, match=rf"\b{name} must be an array or a scalar, got a Python"):
+        fn(*args)
+    if fn is not jmp.sort_by_key:
+        with pytest.raises(TypeError):  # (jnp's own)
+            getattr(jnp, fn.__name__)(given)
+
+
+def test_scalars_as_jnp_takes_them():
+    """A Python or numpy scalar is an array argument (0-d): sort of one raises jnp's
+    ValueError, as jnp.sort; axis=None flattens it, as jnp."""
+    for scalar in (3, 2.5, np.float32(1.0)):
+        with pytest.raises(ValueError):
+            jnp.sort(scalar)
+        with pytest.raises(ValueError, match=r"\ba\b"):
+            jmp.sort(scalar)
+        assert_bits_equal(jmp.sort(scalar, axis=None), jnp.sort(scalar, axis=None))
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_argsort_dtype_as_jnp(x64):
+    """argsort(dtype=) as jnp.argsort takes it: int64 without x64 is int32, with jnp's warning
+    (naming argsort); other dtypes as asked; what is no dtype raises jnp's error type."""
+    x = jnp.array([3, 1, 2])
+    with jax.enable_x64(x64):
+        for dtype in (jnp.int64, jnp.int16, jnp.uint32, jnp.float32, int):
+            with warnings.catch_warnings(record=True) as ours:
+                warnings.simplefilter("always")
+                got = jmp.argsort(x, dtype=dtype)
+            with warnings.catch_warnings(record=True) as theirs:
+                warnings.simplefilter("always")
+                want = jnp.argsort(x, dtype=dtype)
+            assert_bits_equal(got, want, f"dtype={dtype}")
+            assert got.dtype == want.dtype
+            assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+            if dtype is jnp.int64 and not x64:
+                assert "requested in argsort is not available" in str(ours[0].message)
+        for bad in ("foo", x):
+            with pytest.raises(Exception) as theirs_err:
+                jnp.argsort(x, dtype=bad)
+            with pytest.raises(theirs_err.type):
+                jmp.argsort(x, dtype=bad)
 
 
 @pytest.mark.parametrize("fn", [jmp.sort, jmp.argsort], ids=["sort", "argsort"])
@@ -209,11 +287,28 @@ def test_searchsorted_bad_arguments(exc, match, a, v, kw):
 
 
 def test_searchsorted_long_a():
-    """jnp.searchsorted's dtype (int64) with x64 on, its OverflowError with x64 off."""
+    """jnp.searchsorted's dtype (int64) with x64 on; with x64 off its warning and OverflowError,
+    jnp's message first (lax_numpy_test testSearchsortedDtype matches it), then ours naming a."""
     out = jax.eval_shape(jmp.searchsorted, S((2**31,), jnp.int8), S((3,), jnp.int8))
     assert (out.shape, out.dtype) == ((3,), jnp.int64)
-    with jax.enable_x64(False), pytest.raises(OverflowError):
+    with jax.enable_x64(False), pytest.raises(
+        OverflowError, match=r"^Python integer 2147483648 out of bounds.*searchsorted: a's sorted axis has"
+    ), pytest.warns(UserWarning, match="Explicitly requested dtype.*int64"):
         jax.eval_shape(jmp.searchsorted, S((2**31,), jnp.int8), S((3,), jnp.int8))
+
+
+@pytest.mark.parametrize("arg", ["a", "v", "sorter"])
+def test_searchsorted_python_lists_are_refused(arg):
+    """As jnp.searchsorted: a list for a, v or sorter raises a TypeError (naming it); a
+    Python scalar v is a query."""
+    args = {"a": jnp.array([1, 2, 3]), "v": jnp.array([2]), "sorter": jnp.array([0, 1, 2])}
+    args[arg] = [1, 2, 3] if arg != "sorter" else [0, 1, 2]
+    with pytest.raises(TypeError):
+        jnp.searchsorted(**args)
+    with pytest.raises(TypeError, match=rf"searchsorted: {arg} must be an array or a scalar"):
+        jmp.searchsorted(**args)
+    assert_bits_equal(jmp.searchsorted(jnp.array([1, 2, 3]), 2),
+                      jnp.searchsorted(jnp.array([1, 2, 3]), 2))
 
 
 # ------------------------------------------------------------------------------ good arguments

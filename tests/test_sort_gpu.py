@@ -39,7 +39,7 @@ from sort_checks import (
 import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 
-pytestmark = pytest.mark.requires_gpu
+pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
 
 def test_gpu_is_default_device():
@@ -95,7 +95,8 @@ _QUAD_CASES = [
     ("sort", np.int32, (2**27 + 5,), True, "few"),  # 15 levels: the wide block sort, 14
     ("sort", np.uint32, (3, 3 * 2**23 + 7), False, "random"),  # rows of 13 levels: wide, 12
     ("sort", np.float32, (2**27 + 3,), True, "sparse"),  # wide; plain and NaN-last tiles
-    ("sort", np.int32, (81_788_929,), False, "random"),  # wide: more workspace than the 4352 tile's
+    # the wide tile: more workspace than the narrow tile's (_cpu.sort_tile(4, 0))
+    ("sort", np.int32, (81_788_929,), False, "random"),
     ("sort", np.uint32, (78_000_000,), True, "few"),  # wide, 13 levels: a two-way pass, 6 quads
     ("sort", np.float32, (143 * 2**20,), False, "special"),  # 16 levels: wide, 14 (7 quads)
     ("argsort", np.int32, (150 * 2**20,), False, "random"),  # 16 levels: 2 + 8w

@@ -32,6 +32,8 @@ from sort_checks import assert_tree_bits_equal
 import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 # Sizes: the radix path's shortest row + 1, a ragged encode tile, several tiles, one large.
 SHORTEST = 1024  # tuning/radix.h kRadixShortestRow
 TILE = 4096  # tuning/radix.h kRadixEncodeTile

@@ -36,6 +36,8 @@ from sort_checks import (
 
 import jax_mergepath as jmp
 
+pytestmark = pytest.mark.slow  # the slow tier (21 s of test time on 2 cores)
+
 # ---------------------------------------------------------------------------------------- jit
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from jax_mergepath import _cpu, _ffi
 
+pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
+
 MAX_ROWS_PER_BLOCK = 256  # tuning/merge.h kMaxRowsPerTile
 
 

@@ -2,7 +2,7 @@
 # examples_run.sh: one GPU run for the examples and the parity fuzz: install (the carried wheel
 # or a build), the test files named in JMP_TEST_ARGS (relative to tests/; default:
 # test_examples.py), each example at --size gpu with its GPU time per step by kernel
-# (example_timeline.py; EXAMPLE_ARGS adds arguments to every example), then perf/fuzz_parity.py
+# (example_timeline.py; EXAMPLE_ARGS adds arguments to every example), then tests/tools/fuzz_parity.py
 # for JMP_FUZZ_SECONDS (default 120; 0 skips) at --max-log2 JMP_FUZZ_LOG2 (default 24: quad
 # passes of 8-byte elements). Logs to $OUT (or ./gpu-logs). Exit status: non-zero when the
 # install, a test, an example or the fuzz failed.
@@ -21,7 +21,7 @@ for e in "${examples[@]}"; do
   grep -v -E '^ +[0-9]+ +[0-9.]+ ' "$out/$e.txt"  # the example's table rows stay in the log
 done
 if [ "${JMP_FUZZ_SECONDS:-120}" != 0 ]; then
-  python3 perf/fuzz_parity.py --seconds "${JMP_FUZZ_SECONDS:-120}" --seed "${JMP_FUZZ_SEED:-1}" \
+  python3 tests/tools/fuzz_parity.py --seconds "${JMP_FUZZ_SECONDS:-120}" --seed "${JMP_FUZZ_SEED:-1}" \
     --max-log2 "${JMP_FUZZ_LOG2:-24}" > "$out/fuzz.txt" 2>&1 || status=1
   tail -15 "$out/fuzz.txt"
 fi

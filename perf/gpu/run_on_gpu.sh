@@ -7,7 +7,7 @@
 # Env: JMP_TEST_ARGS (test files relative to tests/, default all), JMP_TEST_WORKERS
 # (pytest-xdist processes, e.g. 8 for the whole suite), JMP_SKIP_TESTS / JMP_SKIP_SANITIZER /
 # JMP_SKIP_BENCH, JMP_SANITIZER_TOOLS (default "memcheck racecheck") and JMP_SANITIZER_CASES
-# (perf/sanitizer_cases.py: racecheck of "base" and of "wide64" take one device call each, ~9
+# (tests/tools/sanitizer_cases.py: racecheck of "base" and of "wide64" take one device call each, ~9
 # and ~2.5 min; "search": searchsorted alone); a CUDA wheel carried in .whl/
 # (perf/gpu/build_wheel.sh) is installed instead of building when it matches.
 set -uo pipefail
@@ -36,7 +36,7 @@ echo "== compute-sanitizer"
 if [ -z "${JMP_SKIP_SANITIZER:-}" ]; then
   for tool in ${JMP_SANITIZER_TOOLS:-memcheck racecheck}; do
     XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool "$tool" --error-exitcode 3 \
-      --target-processes all python3 perf/sanitizer_cases.py > "$out/sanitizer-$tool.log" 2>&1
+      --target-processes all python3 tests/tools/sanitizer_cases.py > "$out/sanitizer-$tool.log" 2>&1
     rc=$?; tail -3 "$out/sanitizer-$tool.log"; echo "sanitizer $tool rc=$rc"
     [ "$rc" = 0 ] || status=1
   done

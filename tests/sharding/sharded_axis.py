@@ -7,8 +7,9 @@ arrays placed by ``NamedSharding`` on an Explicit mesh, and eager calls on such 
 every key dtype (``--x64``: also the 64-bit ones), both directions, stability, argsort's global
 positions, sort_by_key with a pytree payload, lax_sort with two keys, skewed and presorted
 shards, shard sizes 1 to 2**14 + 8, 2-D arrays (rows replicated or sharded on a 2-D mesh), vmap
-and grad, and the compiled program's collectives. Prints ``ok <case>`` or ``BAD <case>: why``
-per case and exits non-zero on any failure.
+and grad, the compiled program's collectives, and sorts and merges inside check_sorted_inputs()
+(a sort carries no check; a merge checks the user's shards). Prints ``ok <case>`` or
+``BAD <case>: why`` per case and exits non-zero on any failure.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
         python tests/sharding/sharded_axis.py [--x64] [-k SUBSTRING]
@@ -475,8 +476,55 @@ def main() -> int:
     # -- uneven shards: a ValueError naming the axis (when jax lets such an array be placed)
     case("uneven global length", lambda: check_uneven(mesh), quick=core)
 
+    # -- inside check_sorted_inputs(): a sort has no precondition, and a sharded sort's internal
+    # merges carry no checks (on 2, 4, 8 devices: merge_runs of 2 runs, the merged rows); a
+    # sharded merge checks the user's shards
+    for g in (2, 4, 8):
+        case(f"checked mode shard_map sort {g} devices",
+             lambda g=g: check_checked_sort(rng, g), quick=core and g == 2)
+    case("checked mode shard_map merge checks the shards", lambda: check_checked_merge(rng))
+
     print(f"{passed} ok, {len(failures)} failed" + (f": {failures}" if failures else ""))
     return 1 if failures else 0
+
+
+def check_checked_sort(rng: np.random.Generator, g: int) -> str:
+    """jit(shard_map(sort)) traced inside check_sorted_inputs() sorts (shards of 2**14 keys:
+    large enough for the received runs to be merged), with no checkify check in its program."""
+    mesh = jax.make_mesh((g,), ("c",), devices=jax.devices()[:g])
+    x = keys(rng, np.float32, g * 2**14)
+    f = jax.jit(jax.shard_map(lambda v: jmp.sort(v, axis_name="c"), mesh=mesh, in_specs=P("c"),
+                              out_specs=P("c")))
+    xs = jax.device_put(x, NamedSharding(mesh, P("c")))
+    with jmp.check_sorted_inputs():
+        got = f(xs)
+        assert not re.search(r"\bcheck\[", str(jax.make_jaxpr(f)(xs))), "a check in the sort"
+    assert_same(got, jnp.sort(local0(x)), "sort")
+    return f"float32 {g} x 2**14"
+
+
+def check_checked_merge(rng: np.random.Generator) -> str:
+    """Inside check_sorted_inputs(), a merge inside shard_map (axis_name) checks its shards of a
+    and b, under checkify: sorted shards pass, an unsorted one is named. (An Auto mesh axis:
+    jax's checkify of a shard_map over Explicit axes fails by itself, jax 0.10.2.)"""
+    from jax.experimental import checkify
+
+    mesh = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
+    a = np.sort(keys(rng, np.float32, G * 2**10, "ties3"))
+    b = np.sort(keys(rng, np.float32, G * 2**10, "ties3"))
+    f = checkify.checkify(jax.jit(jax.shard_map(
+        lambda a, b: jmp.merge(a, b, axis_name="c"), mesh=mesh, in_specs=(P("c"), P("c")),
+        out_specs=P("c"))))
+    bad = a.copy()
+    bad[3 * 2**10 + 5] = np.inf  # device 3's shard of a is out of order
+    with jmp.check_sorted_inputs():
+        err, got = f(*put(mesh, P("c"), a, b))
+        bad_err, _ = f(*put(mesh, P("c"), bad, b))
+    assert err.get() is None, err.get()
+    c = np.concatenate([a, b])
+    assert_same(got, c[np.argsort(c, kind="stable")], "merge")
+    assert bad_err.get() is not None and "merge: a is not sorted" in bad_err.get(), bad_err.get()
+    return "sorted and unsorted shards"
 
 
 def check_eager(fn: Callable, x: np.ndarray, mesh: Any, spec: P) -> str:

@@ -11,7 +11,7 @@ Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memc
 racecheck; JMP_SANITIZER_CASES picks a subset):
 
     XLA_PYTHON_CLIENT_PREALLOCATE=false compute-sanitizer --tool memcheck --error-exitcode 3
-        --target-processes all python3 perf/sanitizer_cases.py
+        --target-processes all python3 tests/tools/sanitizer_cases.py
 """
 
 from __future__ import annotations

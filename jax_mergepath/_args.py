@@ -15,41 +15,43 @@ only when a size is provably small is always safe.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jax_mergepath._dtypes import INT32_LIMIT, promote
-from jax_mergepath._gather import take_along_bits
+from jax_mergepath._dtypes import DimSize, check_x64_length, position_dtype, promote
 from jax_mergepath._keys import is_key_dtype, key_dtype_names
 
 ArrayLike = Any
 PyTree = Any
-DimSize = Any  # an int, or a symbolic dimension of jax.export
-
-INDEX_LIMIT = INT32_LIMIT  # the kernels' positions are int32
-
 
 
 class OperandShapeError(ValueError, TypeError):
     """Operands of lax_sort / sort_key_val whose shapes differ: a ValueError as every
     mismatched shape here, and a TypeError as ``jax.lax.sort`` raises for the same call."""
 
-def _is_array(x: Any) -> bool:
-    return hasattr(x, "dtype") and hasattr(x, "shape")
+
+def _is_arraylike(x: Any) -> bool:
+    """What jnp's functions take as an array argument (jnp's ensure_arraylike): arrays (numpy,
+    jax, tracers), objects with __jax_array__, and scalars; never a list or a tuple."""
+    return (isinstance(x, np.ndarray | jax.Array) or hasattr(x, "__jax_array__")
+            or np.isscalar(x))
 
 
-def _host_dtype_error(x: Any, name: str, op: str) -> None:
-    """A TypeError for inputs jnp.asarray cannot take (strings, objects), naming the argument."""
-    if isinstance(x, jax.Array):
+def _check_arraylike(x: Any, name: str, op: str) -> None:
+    """A TypeError for an array argument jnp would refuse (a list, a tuple, any other object:
+    as jnp's functions refuse them) or could not hold (strings, objects), naming the argument."""
+    if not _is_arraylike(x):
+        raise TypeError(
+            f"jax_mergepath.{op}: {name} must be an array or a scalar, got a Python "
+            f"{type(x).__name__}, as jnp's functions refuse them (jnp.sort([3, 1]) raises a "
+            f"TypeError): pass jnp.asarray({name})"
+        )
+    if isinstance(x, jax.Array) or hasattr(x, "__jax_array__"):
         return
-    try:
-        dtype = np.asarray(x).dtype
-    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
-        return
+    dtype = np.asarray(x).dtype
     # strings, bytes, objects, datetimes, structured records (ml_dtypes' bfloat16 and float8
     # types are void-kind too, but jax takes them)
     if dtype.kind in "USOMm" or dtype.fields is not None:
@@ -59,56 +61,16 @@ def _host_dtype_error(x: Any, name: str, op: str) -> None:
         )
 
 
-def as_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
-    """x as a jax array. A Python scalar or list given beside an array (`like`) takes that
-    array's dtype when its values fit it (ints in range; ints or floats into a float dtype,
-    rounded as JAX rounds Python scalars), so `merge(int8_array, [1, 5])` works; values of
-    another kind keep their own dtype, and the dtype check then names the mismatch. Finite
-    values that a float dtype would turn into infinities raise a TypeError here (with x64 off
-    `jnp.asarray` would make float32 infinities of them, silently)."""
-    _host_dtype_error(x, name, op)
-    if like is not None and not _is_array(x):
-        host = np.asarray(x)
-        target = np.dtype(like.dtype)
-        if _overflows_float(host, target):
-            raise TypeError(
-                f"jax_mergepath.{op}: {name}{list_note(x)} holds values too large for the "
-                f"other argument's dtype {target} (they would become infinities)"
-            )
-        if _python_values_fit(host, target):
-            return jnp.asarray(host, dtype=target)
+def as_array(x: ArrayLike, name: str, op: str) -> jax.Array:
+    """The array argument `name` as a jax array: arrays and scalars, as jnp takes them (a list
+    or a tuple raises a TypeError, as in jnp)."""
+    _check_arraylike(x, name, op)
     return jnp.asarray(x)
 
 
-def _overflows_float(host: np.ndarray, target: np.dtype) -> bool:
-    """Whether finite numbers of `host` become infinities in the float dtype `target`."""
-    if host.dtype.kind not in "iuf" or not jnp.issubdtype(target, jnp.floating):
-        return False
-    with np.errstate(all="ignore"):  # (bfloat16 and the float8 types too: ml_dtypes)
-        wide = host.astype(np.float64)
-        cast = host.astype(target).astype(np.float64)
-    return bool(np.any(np.isfinite(wide) & ~np.isfinite(cast)))
-
-
-def _python_values_fit(host: np.ndarray, target: np.dtype) -> bool:
-    if host.dtype.kind == "b":
-        return target.kind == "b"
-    if host.dtype.kind in "iu" and target.kind in "iu":
-        if host.size == 0:
-            return True
-        info = np.iinfo(target)
-        return bool(host.min() >= info.min and host.max() <= info.max)
-    return host.dtype.kind in "iuf" and jnp.issubdtype(target, jnp.floating)  # (bfloat16 too)
-
-
-def list_note(x: Any) -> str:
-    """' (given as a Python list/scalar)' for arguments that were not arrays."""
-    return "" if _is_array(x) else f" (given as a Python {type(x).__name__})"
-
-
-def as_key_array(x: ArrayLike, name: str, op: str, like: jax.Array | None = None) -> jax.Array:
+def as_key_array(x: ArrayLike, name: str, op: str) -> jax.Array:
     """A key array of a supported dtype with at least one dimension."""
-    arr = as_array(x, name, op, like)
+    arr = as_array(x, name, op)
     check_key_dtype(arr, name, op)
     if arr.ndim == 0:
         raise ValueError(
@@ -180,47 +142,28 @@ def check_batch(shapes: dict[str, tuple[int, ...]], op: str) -> tuple[int, ...]:
     return first
 
 
-def definitely(decide: Callable[[], bool]) -> bool:
-    """decide(), or False when it compares symbolic dimensions it cannot decide for all their
-    values (jax.export shape polymorphism)."""
-    try:
-        return bool(decide())
-    except jax.errors.InconclusiveDimensionOperation:
-        return False
-
-
-def check_length(length: DimSize, op: str) -> None:
-    """ValueError for a merged axis of 2**31 or more elements with jax_enable_x64 off: its
-    positions need int64 (with x64 on such an axis runs as XLA's sort, _rows.py). A symbolic
-    length that may or may not fit is not checked here: the kernels check it at run time."""
-    if not jax.config.jax_enable_x64 and definitely(lambda: length >= INDEX_LIMIT):
-        raise ValueError(
-            f"jax_mergepath.{op}: the merged axis has {length} elements; positions past "
-            f"{INDEX_LIMIT - 1} need int64: turn on jax_enable_x64"
-        )
-
-
-def position_dtype(length: DimSize) -> np.dtype:
-    """The dtype of lengths, splits and k along an axis of `length` elements: int32, int64 when
-    the axis has 2**31 elements or more (check_length has made sure x64 is on)."""
-    return np.dtype(np.int64 if definitely(lambda: length >= INDEX_LIMIT) else np.int32)
-
-
-def host_index_array(x: Any, dtype: Any = np.int32) -> Any:
-    """Integer host data (numpy arrays, lists) clamped to [0, max of dtype] on the host, as
+def _host_index_array(x: Any, dtype: Any) -> Any:
+    """Integer host data (numpy arrays and scalars) clamped to [0, max of dtype] on the host, as
     dtype (int32 or int64): with x64 off `jnp.asarray` would wrap int64 / uint64 values past int32
     (2**32 + 1 -> 1) before any clamp could see them. Anything else (jax arrays, bools, floats)
     unchanged."""
     if isinstance(x, jax.Array):
         return x
-    try:
-        host = np.asarray(x)
-    except Exception:  # ragged nested lists and the like: let jnp.asarray say what is wrong
-        return x
+    host = np.asarray(x)
     if host.dtype.kind not in "iu":
         return x
     wide = host.astype(np.uint64 if host.dtype.kind == "u" else np.int64)  # (numpy 2.0 refuses
     return np.clip(wide, 0, np.iinfo(dtype).max).astype(dtype)  # bounds its dtype cannot hold)
+
+
+def as_index_array(x: ArrayLike, name: str, op: str, dtype: Any) -> jax.Array:
+    """The integer array argument `name` (lengths, splits, k) as a jax array (as_array's rules),
+    host integers clamped to [0, max of dtype] first (_host_index_array); TypeError unless of an
+    integer dtype."""
+    _check_arraylike(x, name, op)
+    v = jnp.asarray(_host_index_array(x, dtype))
+    check_int_dtype(v, name, op)
+    return v
 
 
 def clamp_index(v: ArrayLike, hi: DimSize, dtype: Any = np.int32) -> jax.Array:
@@ -231,7 +174,7 @@ def clamp_index(v: ArrayLike, hi: DimSize, dtype: Any = np.int32) -> jax.Array:
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_):
         host = min(max(int(v), 0), top)
         return jnp.asarray(jax.core.min_dim(host, hi), dtype)
-    v = jnp.asarray(host_index_array(v, dtype))
+    v = jnp.asarray(_host_index_array(v, dtype))
     bound = jax.core.min_dim(hi, min(top, int(jnp.iinfo(v.dtype).max)))
     return jnp.clip(v, 0, bound).astype(dtype)
 
@@ -253,9 +196,7 @@ def row_lengths(
         return jnp.full(batch, default, dtype)
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         return jnp.full(batch, clamp_index(value, default, dtype))
-    _host_dtype_error(value, name, op)
-    v = jnp.asarray(host_index_array(value, dtype))
-    check_int_dtype(v, name, op)
+    v = as_index_array(value, name, op, dtype)
     try:
         v = jnp.broadcast_to(v, batch)
     except ValueError:
@@ -264,6 +205,26 @@ def row_lengths(
             f"the batch shape {batch}"
         ) from None
     return clamp_index(v, default, dtype)
+
+
+def jnp_flag(value: Any, arg: str, op: str) -> bool:
+    """A flag of a jnp drop-in that jnp takes as a static argument (sort's and argsort's
+    descending), as jnp takes it: any value, by its truth (descending=1 is True). A traced value
+    or an unhashable one (an array) raises the ValueError jnp raises for it, naming `arg`."""
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(
+            f"jax_mergepath.{op}: {arg} must be known when the function is traced, got a traced "
+            f"value ({value.aval.str_short()}), as jnp.{op} requires: pass it as a static "
+            f"argument, jax.jit(f, static_argnames='{arg}')"
+        )
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"jax_mergepath.{op}: {arg} must be hashable, as jnp.{op}'s static arguments are, "
+            f"got a {type(value).__name__}: pass a Python bool"
+        ) from None
+    return bool(value)
 
 
 def check_direction(descending: Any, op: str) -> bool:
@@ -276,8 +237,8 @@ def check_key_pair(
     a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int, op: str
 ) -> tuple[jax.Array, jax.Array, int, tuple[int, ...]]:
     """The two sorted key arrays of a merge: arrays of key dtypes promoted to one (promote_keys),
-    same rank, equal batch dimensions, a merged length check_length takes. Returns (a, b, axis,
-    batch shape)."""
+    same rank, equal batch dimensions, a merged length whose positions fit (check_x64_length).
+    Returns (a, b, axis, batch shape)."""
     a_arr, b_arr = promote_keys(a, b, names, op)
     ax = normalize_axis(axis, a_arr.ndim, names[0], op)
     if b_arr.ndim != a_arr.ndim:
@@ -288,7 +249,7 @@ def check_key_pair(
     batch = check_batch(
         {names[0]: batch_shape(a_arr, ax), names[1]: batch_shape(b_arr, ax)}, op
     )
-    check_length(a_arr.shape[ax] + b_arr.shape[ax], op)
+    check_x64_length(a_arr.shape[ax] + b_arr.shape[ax], op, "the merged axis")
     return a_arr, b_arr, ax, batch
 
 
@@ -296,25 +257,12 @@ def promote_keys(
     a: ArrayLike, b: ArrayLike, names: tuple[str, str], op: str
 ) -> tuple[jax.Array, jax.Array]:
     """The keys of a merge or search as arrays of key dtypes with at least one dimension, in
-    their common dtype as jnp.concatenate promotes them (weak types included; a Python list
-    beside an array takes the array's dtype, as_array)."""
-    a_arr = as_key_array(a, names[0], op, like=b if _is_array(b) else None)
-    b_arr = as_key_array(b, names[1], op, like=a_arr if not _is_array(b) else None)
+    their common dtype as jnp.concatenate promotes them (weak types included)."""
+    a_arr = as_key_array(a, names[0], op)
+    b_arr = as_key_array(b, names[1], op)
     a_arr, b_arr = promote(a_arr, b_arr)
     check_key_dtype(a_arr, f"{names[0]} and {names[1]} (promoted)", op)
     return a_arr, b_arr
-
-
-def fusable_values(leaves: list[jax.Array], keys: jax.Array) -> bool:
-    """One value array shaped like its keys moves inside the kernel itself (raw bits of 1, 2,
-    4 or 8 bytes; dtypes narrower than a byte move as uint8, _rows.py); other layouts are
-    gathered with the permutation."""
-    return (
-        len(leaves) == 1
-        and leaves[0].shape == keys.shape
-        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
-        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
-    )
 
 
 def check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -> None:
@@ -325,11 +273,3 @@ def check_values(leaves: list[jax.Array], keys: jax.Array, name: str, op: str) -
                 f"its keys {keys.shape} (trailing dimensions allowed), got "
                 f"{leaf.shape}"
             )
-
-
-def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
-    """src[..., idx, ...] along ax, idx shaped like the keys (src may have trailing dims)."""
-    extra = src.ndim - idx.ndim
-    full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
-    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
-    return take_along_bits(src, full_idx, ax)

@@ -107,3 +107,12 @@ def reverse_bits(x: jax.Array, axis: int) -> jax.Array:
 def _reverse_bits_jvp(axis: int, primals, tangents):
     (x,), (x_dot,) = primals, tangents
     return reverse_bits(x, axis), lax.rev(x_dot, (axis,))
+
+
+def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
+    """src[..., idx, ...] along ax, bit for bit: idx is shaped like the keys, src like them with
+    optional trailing dimensions (values moved by a sort's or merge's permutation)."""
+    extra = src.ndim - idx.ndim
+    full_idx = jnp.expand_dims(idx, tuple(range(idx.ndim, idx.ndim + extra)))
+    full_idx = jnp.broadcast_to(full_idx, (*idx.shape, *src.shape[idx.ndim :]))
+    return take_along_bits(src, full_idx, ax)

@@ -1,23 +1,24 @@
 """Rows along the last axis, for every key dtype and axis length: the one place that picks how a
 sort, merge, search or sortedness check runs.
 
-Contract: arguments are checked (_checks.py) and have the merged / sorted / searched axis last;
+Contract: arguments are checked (_args.py) and have the merged / sorted / searched axis last;
 every leading dimension is a batch row. The way is picked at trace time from the key dtype and
 the static length of the axis:
-- kernels: keys with a kernel key (_keys.to_kernel) on an axis shorter than KERNEL_LIMIT run the
-  primitives (_primitives.py) on their kernel keys, mapped back bit for bit;
-- order keys: complex keys (two keys each), and every key on an axis of KERNEL_LIMIT elements or
-  more (whose positions the int32 kernels cannot hold), order by their unsigned order keys
+- kernels: keys with a kernel key (_keys.to_kernel) on an axis shorter than 2**31 elements
+  (_dtypes.is_long) run the primitives (_primitives.py) on their kernel keys, mapped back bit
+  for bit;
+- order keys: complex keys (two keys each), and every key on a long axis (whose positions the
+  int32 kernels cannot hold), order by their unsigned order keys
   (_keys.order_keys): a stable sort of them (packed into kernel sorts on a short axis;
   `lax.sort` moving the operands' bits, with int64 positions, on a long one) or a binary search
   over them in jnp. The ordering is the same, so the results are the same bit for bit.
 Positions come out in jnp's dtypes (_dtypes.index_dtype / search_index_dtype); outputs keep
-their operands' weak types.
+their operands' weak types. Values ride in a kernel when fusable_values says so, else they are
+gathered with the permutation (the callers pick the payload by it).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import jax
@@ -25,29 +26,35 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._checks import definitely, fusable_values, position_dtype
-from jax_mergepath._dtypes import (
-    INT32_LIMIT,
-    as_index,
-    index_dtype,
-    search_index_dtype,
-    with_weak_type,
-)
-from jax_mergepath._gather import (
+from jax_mergepath._bits import (
     concatenate_bits,
     from_bits,
+    gather_along,
     reverse_bits,
     take_along_bits,
     to_bits,
 )
+from jax_mergepath._dtypes import (
+    as_index,
+    check_x64_length,
+    definitely,
+    index_dtype,
+    is_long,
+    position_dtype,
+    search_index_dtype,
+    with_weak_type,
+)
 from jax_mergepath._keys import (
     from_kernel,
     is_complex,
+    is_invertible,
     order_keys,
+    pack_groups,
+    pack_order_keys,
     ties_hold_other_bits,
     to_kernel,
+    unpack_order_keys,
 )
-from jax_mergepath._order import is_invertible, pack_groups, pack_order_keys, unpack_order_keys
 from jax_mergepath._primitives import (
     Payload,
     co_rank_p,
@@ -57,26 +64,28 @@ from jax_mergepath._primitives import (
     sort_p,
 )
 
-KERNEL_LIMIT = INT32_LIMIT  # axes this long or longer run the order-key way (read at trace time)
-
 
 def _fits(length) -> bool:
-    """The kernels' int32 positions hold an axis of `length` (a symbolic length is assumed to:
-    the kernels check it at run time)."""
-    return not definitely(lambda: length >= KERNEL_LIMIT)
+    """The kernels' int32 positions hold an axis of `length` (not _dtypes.is_long: a symbolic
+    length is assumed to, and the kernels check it at run time). Read at trace time."""
+    return not is_long(length)
 
 
 def _kernel_way(length, dtype) -> bool:
     return _fits(length) and not is_complex(dtype)
 
 
-def _needs_x64(length, op: str) -> None:
-    """ValueError where positions along an axis of `length` need int64 and x64 is off."""
-    if not jax.config.jax_enable_x64 and definitely(lambda: length >= INT32_LIMIT):
-        raise ValueError(
-            f"jax_mergepath.{op}: the axis has {length} elements; positions past "
-            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64"
-        )
+def fusable_values(leaves: list[jax.Array], keys_shape: tuple[int, ...]) -> bool:
+    """Whether the values `leaves` ride inside the sort or merge kernel with keys of shape
+    `keys_shape` (in the leaves' layout): one array of that shape, of raw bits of 1, 2, 4 or 8
+    bytes (dtypes narrower than a byte move as uint8, _value_in); other layouts are gathered
+    with the permutation."""
+    return (
+        len(leaves) == 1
+        and leaves[0].shape == tuple(keys_shape)
+        and leaves[0].dtype.itemsize in (1, 2, 4, 8)
+        and not jnp.issubdtype(leaves[0].dtype, jnp.complexfloating)
+    )
 
 
 def _last(x: jax.Array) -> int:
@@ -169,7 +178,7 @@ def sort_rows(
     d = keys.shape[-1]
     positions = index_dtype(d) if payload == Payload.INDEX else None
     if positions is not None and not wrap_positions:
-        _needs_x64(d, op)
+        check_x64_length(d, op)
     if keys.size == 0 or definitely(lambda: d <= 1):
         if payload == Payload.INDEX:
             return keys, jnp.zeros(keys.shape, positions)
@@ -203,7 +212,7 @@ def _sort_with_others(key: jax.Array, others: list[jax.Array], op: str) -> tuple
     (fusable_values), or several gathered with the permutation."""
     if not others:
         return sort_rows(key, (), descending=False, payload=Payload.NONE, op=op)[0], []
-    if len(others) == 1 and fusable_values(others, key):
+    if len(others) == 1 and fusable_values(others, key.shape):
         k, v = sort_rows(key, (others[0],), descending=False, payload=Payload.VALUE, op=op)
         return k, [v]
     k, perm = sort_rows(key, (), descending=False, payload=Payload.INDEX, op=op)
@@ -256,7 +265,7 @@ def merge_rows(
     m, n = a.shape[-1], b.shape[-1]
     positions = index_dtype(m + n) if payload == Payload.INDEX else None
     if positions is not None:
-        _needs_x64(m + n, op)
+        check_x64_length(m + n, op)
     if m == 0 or n == 0 or a.size + b.size == 0:
         keys = concatenate_bits((a, b), -1)
         if payload == Payload.INDEX:
@@ -293,6 +302,48 @@ def merge_rows(
     return out[0], (out[1] if payload == Payload.VALUE else extra)
 
 
+def merge_by_key_rows(
+    a: jax.Array,
+    b: jax.Array,
+    a_valid: jax.Array,
+    b_valid: jax.Array,
+    a_leaves: list[jax.Array],
+    b_leaves: list[jax.Array],
+    *,
+    descending: bool,
+    full_rows: bool,
+    op: str,
+    leaf_axis: int = -1,
+) -> tuple[jax.Array, list[jax.Array]]:
+    """merge_rows of the keys a and b (axis last) moving values: (keys, the merged leaves).
+    Leaves have their keys' shape with the merged axis at leaf_axis (the caller's axis before it
+    moved the keys' last; -1: the keys' own layout), then optional trailing dimensions; matching
+    leaves of a and b share a dtype. One leaf shaped like its keys rides in the kernel
+    (fusable_values); other leaves are gathered by the merge's positions, bit for bit."""
+    if not a_leaves:
+        keys, _ = merge_rows(a, b, a_valid, b_valid, (), descending=descending,
+                             payload=Payload.NONE, full_rows=full_rows, op=op)
+        return keys, []
+    ax = leaf_axis % a.ndim
+    if fusable_values(a_leaves, _axis_at(a.shape, ax)) and fusable_values(
+        b_leaves, _axis_at(b.shape, ax)
+    ):
+        vals = (jnp.moveaxis(a_leaves[0], ax, -1), jnp.moveaxis(b_leaves[0], ax, -1))
+        keys, moved = merge_rows(a, b, a_valid, b_valid, vals, descending=descending,
+                                 payload=Payload.VALUE, full_rows=full_rows, op=op)
+        return keys, [jnp.moveaxis(moved, -1, ax)]
+    keys, idx = merge_rows(a, b, a_valid, b_valid, (), descending=descending,
+                           payload=Payload.INDEX, full_rows=full_rows, op=op)
+    idx = jnp.moveaxis(idx, -1, ax)
+    return keys, [gather_along(concatenate_bits((va, vb), ax), idx, ax)
+                  for va, vb in zip(a_leaves, b_leaves, strict=True)]
+
+
+def _axis_at(shape: tuple[int, ...], ax: int) -> tuple[int, ...]:
+    """The shape of an array of `shape` (axis last) with its last axis moved to ax."""
+    return (*shape[:ax], shape[-1], *shape[ax:-1])
+
+
 def merge_runs_rows(
     x: jax.Array, splits: jax.Array, *, descending: bool, return_indices: bool, op: str
 ) -> tuple[jax.Array, jax.Array | None]:
@@ -301,7 +352,7 @@ def merge_runs_rows(
     d = x.shape[-1]
     positions = index_dtype(d) if return_indices else None
     if positions is not None:
-        _needs_x64(d, op)
+        check_x64_length(d, op)
     if x.size == 0:
         return x, (jnp.broadcast_to(jnp.arange(d, dtype=positions), x.shape)
                    if return_indices else None)
@@ -361,18 +412,7 @@ def searchsorted_rows(
     raises the OverflowError jnp.searchsorted raises."""
     n, q = a.shape[-1], v.shape[-1]
     dtype = search_index_dtype(n)
-    if not jax.config.jax_enable_x64 and definitely(lambda: n >= INT32_LIMIT):
-        warnings.warn(  # jnp.searchsorted's warning before its OverflowError
-            f"Explicitly requested dtype int64 requested in {op} is not available, and will be "
-            "truncated to dtype int32. To enable more dtypes, set the jax_enable_x64 "
-            "configuration option or the JAX_ENABLE_X64 shell environment variable.",
-            UserWarning, stacklevel=4,
-        )
-        raise OverflowError(
-            f"jax_mergepath.{op}: a has {n} elements along its sorted axis; positions past "
-            f"{INT32_LIMIT - 1} need int64: turn on jax_enable_x64 (jnp.searchsorted raises "
-            "this OverflowError too)"
-        )
+    check_x64_length(n, op, "a's sorted axis", overflow=True)  # (as jnp.searchsorted)
     if v.size == 0 or n == 0:
         return jnp.zeros(v.shape, dtype)
     if _kernel_way(n, a.dtype):
@@ -396,7 +436,7 @@ def co_rank_rows(
     index_dtype(m + n)."""
     m, n = a.shape[-1], b.shape[-1]
     dtype = index_dtype(m + n)
-    _needs_x64(m + n, op)
+    check_x64_length(m + n, op)
     if k.size == 0 or m == 0 or n == 0:
         return as_index(k if n == 0 else jnp.zeros_like(k), dtype)  # one side empty: trivial
     if _kernel_way(m + n, a.dtype):
@@ -415,8 +455,10 @@ def co_rank_rows(
 
 
 def is_sorted_rows(x: jax.Array, *, descending: bool) -> jax.Array:
-    """Whether each row (of 2 or more elements) is in order: bool of the batch shape."""
+    """Whether each row is in order: bool of the batch shape (rows of 0 or 1 elements are)."""
     d = x.shape[-1]
+    if x.size == 0 or definitely(lambda: d <= 1):
+        return jnp.ones(x.shape[:-1], jnp.bool_)
     if _kernel_way(d, x.dtype):
         return is_sorted_p.bind(to_kernel(x), descending=descending)
     keys = order_keys(x, descending)

@@ -2,8 +2,8 @@
 
 Contract of this file (run by hand on a GPU machine; not a pytest module):
 
-    python3 perf/fuzz_parity.py --seconds 240 --seed 1 [--max-log2 22] [--cpu-only]
-    python3 perf/fuzz_parity.py --replay CASE_SEED [--max-log2 22] [--cpu-only]
+    python3 tests/tools/fuzz_parity.py --seconds 240 --seed 1 [--max-log2 22] [--cpu-only]
+    python3 tests/tools/fuzz_parity.py --replay CASE_SEED [--max-log2 22] [--cpu-only]
 
 Until --seconds run out, each case draws (from its own seed, CASE_SEED = seed * 10**6 + i) one
 public function (merge, merge_by_key, merge_runs, co_rank, is_sorted, sort, argsort, sort_by_key,
@@ -49,13 +49,15 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # reference, sort_checks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: reference, sort_checks
 from reference import (
     KEY_DTYPES,
     assert_bits_equal,
     gather_values,
+    index_dtype,
     np_argsort,
     random_keys,
+    ref_jnp_sort,
     ref_merge,
     ref_sort,
     sort_segments,
@@ -204,7 +206,7 @@ def np_co_rank(k: np.ndarray, a: np.ndarray, b: np.ndarray, desc: bool) -> np.nd
     batch = a.shape[:-1]
     queries = math.prod(k.shape[len(batch) :])
     kk = np.clip(k.astype(np.int64), 0, m + n).reshape(*batch, queries)
-    return np.take_along_axis(counts, kk, -1).reshape(k.shape).astype(np.int32)
+    return np.take_along_axis(counts, kk, -1).reshape(k.shape).astype(index_dtype())
 
 
 def np_is_sorted(x: np.ndarray, axis: int, desc: bool) -> np.ndarray:
@@ -224,8 +226,9 @@ def assert_tree_equal(got: Any, want: Any, what: str) -> None:
 
 
 def check_indices(out: np.ndarray, idx: np.ndarray, src: np.ndarray, axis: int, what: str) -> None:
-    """idx: int32, a permutation of every row's positions in src, gathering out from src."""
-    assert idx.dtype == np.int32, f"{what}: indices dtype {idx.dtype}"
+    """idx: jnp's index dtype, a permutation of every row's positions in src, gathering out
+    from src."""
+    assert idx.dtype == index_dtype(), f"{what}: indices dtype {idx.dtype}"
     assert idx.shape == src.shape, f"{what}: indices shape {idx.shape} != {src.shape}"
     assert_is_permutation(idx, axis, f"{what} indices")
     assert_bits_equal(out, np.take_along_axis(src, idx.astype(np.int64), axis), f"{what} gather")
@@ -630,8 +633,9 @@ def build_sort(d: Draw, op: str) -> Built:
     x = sort_input(d.rng, dtype, shape, pattern, axis=pos, descending=desc)
 
     def ref(full: list[np.ndarray], p: dict[str, Any]) -> Any:
-        perm = np_argsort(full[0], p["axis"], p["desc"])
-        return perm if op == "argsort" else np.take_along_axis(full[0], perm, p["axis"])
+        if op == "sort":  # jnp.sort's: descending is the ascending sort reversed, ties too
+            return ref_jnp_sort(full[0], p["axis"], p["desc"])
+        return np_argsort(full[0], p["axis"], p["desc"])
 
     return Built(op, {"axis": pos, "desc": desc}, [x], [0], pos, ref, info=[f"x{shape}", pattern])
 
@@ -859,7 +863,7 @@ def run_one(
     seed: int, args: argparse.Namespace, cpu: jax.Device, gpu: jax.Device | None, replay: bool
 ) -> tuple[bool, str, str]:
     """(passed, op, line) of one case."""
-    replay_cmd = f"python3 perf/fuzz_parity.py --replay {seed} --max-log2 {args.max_log2}"
+    replay_cmd = f"python3 tests/tools/fuzz_parity.py --replay {seed} --max-log2 {args.max_log2}"
     if args.cpu_only:
         replay_cmd += " --cpu-only"
     try:

@@ -5,13 +5,20 @@ Contract: the switch is read when a function is traced. Off (the default), requi
 nothing, so the traced program is exactly the unchecked one. On, each call adds one is_sorted
 pass over the valid part of the input and one jax.experimental.checkify check whose message
 names the function, the argument and the first unsorted row (row-major over the batch).
+
+The switch is a JAX config state that enters jax.jit's cache key and the trace context, so a
+checked trace and an unchecked one are never the same cache entry, whichever came first and
+whichever jit object (a context variable of our own would not be in jax's keys: a program traced
+outside the block ran unchecked inside it, and a checked trace leaked out of it). It is made by
+jax's private `jax._src.config.bool_state` (jax 0.10.2 to 0.12); where that fails, the checked
+mode raises a RuntimeError naming the cause, and everything else works unchecked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Iterator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,12 +26,40 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jax_mergepath._checks import position_dtype
-from jax_mergepath._gather import take_along_bits
+from jax_mergepath._bits import take_along_bits
+from jax_mergepath._dispatch import is_sorted_rows
+from jax_mergepath._dtypes import position_dtype
 
-_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "jax_mergepath_check_sorted_inputs", default=False
-)
+STATE_NAME = "jax_mergepath_check_sorted_inputs"
+
+
+def _make_state() -> tuple[Any, Exception | None]:
+    """(the switch's JAX config state, None), or (None, why it could not be made)."""
+    try:
+        from jax._src import config as jax_config
+
+        existing = getattr(jax_config, "config_states", {}).get(STATE_NAME)
+        if existing is not None:  # (the package imported again: jax keeps its states)
+            return existing, None
+        state = jax_config.bool_state(
+            name=STATE_NAME,
+            default=False,
+            help="jax_mergepath: check that the inputs that must be sorted are sorted (a "
+            "checkify check in every traced call; jax_mergepath.check_sorted_inputs()).",
+            include_in_jit_key=True,
+            include_in_trace_context=True,
+        )
+        return state, None
+    except Exception as err:  # private API: any failure leaves the checked mode unavailable
+        return None, err
+
+
+_STATE, _STATE_ERROR = _make_state()
+
+
+def checks_enabled() -> bool:
+    """Whether the functions traced now emit the checks (read at trace time)."""
+    return _STATE is not None and bool(_STATE.value)
 
 
 @contextlib.contextmanager
@@ -47,10 +82,13 @@ def check_sorted_inputs(enabled: bool = True) -> Iterator[None]:
     check traced without it fails to compile, as checkify's own checks do). With the switch
     off nothing is emitted and the compiled program is unchanged.
 
-    The switch is read at trace time: a function that ``jax.jit`` traced before the switch was
-    turned on keeps its cached, unchecked program (trace a new ``jax.jit`` object inside the
-    block, or call ``jax.clear_caches()``). It is per thread and per asyncio task
-    (a context variable).
+    The switch is read at trace time and is part of ``jax.jit``'s cache key: a function traced
+    inside the block and the same function traced outside it are two programs, whichever came
+    first and whether or not they share a ``jax.jit`` object (a checked program never runs
+    outside the block, an unchecked one never inside it). It is per thread, and nests. It is
+    JAX's config option ``jax_mergepath_check_sorted_inputs``: ``jax.config.update`` (or the
+    environment variable ``JAX_MERGEPATH_CHECK_SORTED_INPUTS=1``) turns it on for the whole
+    process.
 
     Args:
         enabled: turn the checks on (True) or off (False) inside the block; blocks nest.
@@ -60,6 +98,7 @@ def check_sorted_inputs(enabled: bool = True) -> Iterator[None]:
 
     Raises:
         TypeError: ``enabled`` not a bool.
+        RuntimeError: this jax has no config state for the switch (see the module docstring).
 
     Example:
         >>> import jax, jax.numpy as jnp, jax_mergepath as jmp
@@ -75,11 +114,15 @@ def check_sorted_inputs(enabled: bool = True) -> Iterator[None]:
         raise TypeError(
             f"jax_mergepath.check_sorted_inputs: enabled must be a Python bool, got {enabled!r}"
         )
-    token = _ENABLED.set(bool(enabled))
-    try:
+    if _STATE is None:
+        raise RuntimeError(
+            f"jax_mergepath.check_sorted_inputs: the checked mode needs a JAX config state in "
+            f"jax.jit's cache key (jax._src.config.bool_state(..., include_in_jit_key=True)), "
+            f"which failed on jax {jax.__version__}: {_STATE_ERROR!r}. Use a jax this package "
+            f"supports (0.10.2 to 0.12), or check inputs yourself with jax_mergepath.is_sorted"
+        ) from _STATE_ERROR
+    with _STATE(bool(enabled)):
         yield
-    finally:
-        _ENABLED.reset(token)
 
 
 def _valid_part(x: jax.Array, begin: jax.Array | None, end: jax.Array | None) -> jax.Array:
@@ -111,12 +154,10 @@ def require_sorted(
     """With check_sorted_inputs on, a checkify check that every row of x (sorted axis LAST) is
     sorted over [begin, end) (default: all of it); nothing otherwise. `name` is how the message
     names the input (no braces: it is a format string)."""
-    if not _ENABLED.get():
+    if not checks_enabled():
         return
-    from jax_mergepath._merge import is_sorted  # (here: _merge imports this module)
-
     part = x if begin is None and end is None else _valid_part(x, begin, end)
-    ok = is_sorted(part, descending=descending)
+    ok = is_sorted_rows(part, descending=descending)
     what = (f"jax_mergepath.{op}: {name} is not sorted in "
             f"{'descending' if descending else 'ascending'} order")
     hint = ("sort it first, or pass the direction it is sorted in (descending); "
