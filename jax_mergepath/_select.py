@@ -22,7 +22,7 @@ from jax_mergepath._args import (
     normalize_axis,
     static_int,
 )
-from jax_mergepath._bits import concatenate_bits, gather_along, take_along_bits
+from jax_mergepath._bits import concatenate_bits, gather_along, take_along_bits, to_bits
 from jax_mergepath._dispatch import sort_rows
 from jax_mergepath._dtypes import INT32_LIMIT, definitely
 from jax_mergepath._primitives import Payload
@@ -236,15 +236,28 @@ def _partition_args(a: ArrayLike, kth, axis, op: str):
     return x, ax, n, kth
 
 
-def _bottom(x: jax.Array, kth: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(rows with NaN folded, the kth + 1 smallest's values, their indices): the bottom of a
-    partition, smallest first, ties by lower index (NaN last whatever its sign)."""
+def _partition_keys(x: jax.Array, kth: int) -> tuple[jax.Array, bool]:
+    """(the keys a partition selects on, whether values must be gathered from x). XLA's total
+    order, which gives jnp's result (negative NaNs first, positive ones last, -0.0 before +0.0),
+    in the rows where that is a valid partition: every entry from kth on a positive NaN, or
+    every entry a NaN. In the other rows negative NaNs are ordered as positive ones (last)."""
     folded = nan_folded(x)
-    keys = x if folded is None else folded
+    if folded is None:
+        return x, False
+    nan = jnp.isnan(x)
+    positive_nans = jnp.sum(nan & (to_bits(folded) == to_bits(x)), axis=-1, keepdims=True)
+    as_jnp = (kth >= x.shape[-1] - positive_nans) | jnp.all(nan, axis=-1, keepdims=True)
+    return jnp.where(as_jnp, x, folded), True
+
+
+def _bottom(x: jax.Array, kth: int) -> tuple[jax.Array, bool, jax.Array, jax.Array]:
+    """(the partition's keys, whether they differ from x, the kth + 1 smallest's values, their
+    indices): the bottom of a partition, smallest first, ties by lower index."""
+    keys, gather = _partition_keys(x, kth)
     values, idx = top_k_rows(keys, kth + 1, largest=False)
-    if folded is not None:
+    if gather:
         values = take_along_bits(x, idx, -1)
-    return keys, values, idx
+    return keys, gather, values, idx
 
 
 def partition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
@@ -254,10 +267,11 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     others in descending order: ``jnp.partition``'s layout, and its values bit for bit wherever
     its result is a valid partition of ``a``. Where it is not, this one still is: ``jnp``
     negates the keys and calls ``lax.top_k``, which drops the smallest signed integer (its
-    negation overflows) and puts negative NaNs first; here NaNs go last whatever their sign,
-    and every integer is ordered as the number it is. Ties come lower index first (bottom and
-    top), -0.0 before +0.0 in the bottom (XLA's total order of the rest). Bool keys work
-    (``jnp.partition`` refuses them).
+    negation overflows) and puts negative NaNs first; here every integer is ordered as the
+    number it is, and a row where negative NaNs first would not partition it (an entry from
+    kth on that is not a positive NaN) orders them last, with the positive ones. Otherwise the
+    order is ``jnp``'s (XLA's total order: ties lower index first, -0.0 before +0.0 in the
+    bottom). Bool keys work (``jnp.partition`` refuses them).
 
     Args:
         a: keys of a key dtype (not complex), >= 1-d.
@@ -281,9 +295,9 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     op = "partition"
     x, ax, n, kth = _partition_args(a, kth, axis, op)
     rows = jnp.moveaxis(x, ax, -1)
-    keys, bottom, _ = _bottom(rows, kth)
+    keys, gather, bottom, _ = _bottom(rows, kth)
     top, idx = top_k_rows(keys, n - kth - 1, largest=True)
-    if keys is not rows:
+    if gather:
         top = take_along_bits(rows, idx, -1)
     return jnp.moveaxis(concatenate_bits((bottom, top), -1), -1, ax)
 
@@ -316,7 +330,7 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     op = "argpartition"
     x, ax, n, kth = _partition_args(a, kth, axis, op)
     rows = jnp.moveaxis(x, ax, -1)
-    _, _, bottom = _bottom(rows, kth)
+    _, _, _, bottom = _bottom(rows, kth)
     # The others in index order: a stable sort of "in the bottom" flags puts them first.
     taken = jnp.zeros(rows.shape, np.uint8)
     taken = jnp.put_along_axis(taken, bottom, np.uint8(1), axis=-1, inplace=False)
