@@ -91,7 +91,7 @@ def _mapped_topk(mesh, specs, out_specs, n_leaves, k, ax, entry, largest):
         values, idx, moved = _topk_shards(x, list(leaves), k, ax, entry, largest)
         return (values, idx, *moved)
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=list(out_specs)))
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=tuple(out_specs)))
 
 
 def global_index_dtype(length: int) -> np.dtype:
@@ -99,8 +99,23 @@ def global_index_dtype(length: int) -> np.dtype:
     return np.dtype(np.int64 if length > INT32_LIMIT else np.int32)
 
 
-def _topk_shards(x, leaves, k, ax, axis_name, largest):
-    """Inside shard_map: the global top k of the shards x (along ax) and the leaves gathered."""
+def _gather_everywhere(x: jax.Array, axis_name: AxisName, ax: int) -> jax.Array:
+    """The devices' x along ax, typed invariant over axis_name (every device holds the same,
+    so the result may leave shard_map replicated)."""
+    try:
+        return lax.all_gather(x, axis_name, axis=ax, tiled=True, to="invarying")
+    except TypeError:  # pragma: no cover - a jax without `to`: varying (check_vma may object)
+        return lax.all_gather(x, axis_name, axis=ax, tiled=True)
+
+
+def _gather_bits(x: jax.Array, axis_name: AxisName, ax: int) -> jax.Array:
+    """_gather_everywhere of x's bits (every NaN payload and -0.0 kept)."""
+    bits = _gather_everywhere(_varying(to_bits(x), axis_name), axis_name, ax)
+    return from_bits(bits, x.dtype, x.weak_type)
+
+
+def _select(x, leaves, k, ax, axis_name, largest):
+    """(values, global indices, leaves gathered at them, this device's first global index)."""
     n = x.shape[ax]
     g = lax.psum(1, axis_name)
     dtype = global_index_dtype(g * n)
@@ -113,13 +128,68 @@ def _topk_shards(x, leaves, k, ax, axis_name, largest):
         local_idx.astype(dtype) + first,
         *(gather_along(leaf, local_idx, ax) for leaf in leaves),
     ]
-    gathered = [  # (as bits: every payload and -0.0 kept)
-        from_bits(lax.all_gather(_varying(to_bits(c), axis_name), axis_name, axis=ax, tiled=True),
-                  c.dtype, c.weak_type)
-        for c in candidates
-    ]
+    gathered = [_gather_bits(c, axis_name, ax) for c in candidates]
     top, pos = top_k_rows(jnp.moveaxis(gathered[0], ax, -1), k, largest=largest)
     pos = jnp.moveaxis(pos, -1, ax)
     picked = [jnp.take_along_axis(gathered[1], pos, axis=ax)]
     picked += [gather_along(c, pos, ax) for c in gathered[2:]]
-    return jnp.moveaxis(top, -1, ax), picked[0], picked[1:]
+    return jnp.moveaxis(top, -1, ax), picked[0], picked[1:], first
+
+
+def _scatter_add_along(a: jax.Array, where: jax.Array, ct: jax.Array, ax: int) -> jax.Array:
+    """Zeros like a with ct added at places `where` along ax (where: a's shape up to its
+    trailing dimensions, k along ax; ct: where's shape then a's trailing dimensions): the
+    transpose of gather_along. (Written out: the pullback of jax.vjp of the gather, inside the
+    custom_vjp's backward pass in shard_map, gave every device device 0's result, jax 0.10.2.)"""
+    extra = ct.ndim - where.ndim
+    index = []
+    for d in range(ct.ndim):
+        if d == ax:
+            index.append(where.reshape(where.shape + (1,) * extra))
+        else:
+            index.append(lax.broadcasted_iota(np.int32, ct.shape, d))
+    index = [jnp.broadcast_to(i, ct.shape) for i in index]
+    return jnp.zeros(a.shape, a.dtype).at[tuple(index)].add(ct)
+
+
+def _topk_shards(x, leaves, k, ax, axis_name, largest):
+    """Inside shard_map: the global top k of the shards x (along ax) and the leaves gathered,
+    with reverse-mode derivatives: a selected element's cotangent goes to the device that holds
+    it, at its place (a scatter of the local ones, no collective)."""
+    arrays = [x, *leaves]
+    if not any(jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays):
+        return _select(x, leaves, k, ax, axis_name, largest)[:3]
+    n = x.shape[ax]
+
+    def local_cotangent(a, where, ct):
+        """ct (shaped like the selection) added at the selected places `where` of a zero a."""
+        if not jnp.issubdtype(a.dtype, jnp.inexact):
+            return np.zeros(a.shape, jax.dtypes.float0)
+        return _varying(_scatter_add_along(a, where, ct.astype(a.dtype), ax), axis_name)
+
+    @jax.custom_vjp
+    def select(x, leaves):
+        return _select(x, leaves, k, ax, axis_name, largest)[:3]
+
+    def fwd(x, leaves):
+        values, idx, moved, _ = _select(x, leaves, k, ax, axis_name, largest)
+        return (values, idx, moved), idx
+
+    def bwd(idx, cts):
+        ct_values, _, ct_moved = cts
+        # (this device's first global index from axis_index here: a residual of it was not)
+        local = idx - lax.axis_index(axis_name).astype(idx.dtype) * n
+        mine = (local >= 0) & (local < n)
+        where = jnp.where(mine, local, 0).astype(np.int32)
+
+        def masked(ct):
+            m = mine.reshape(mine.shape + (1,) * (ct.ndim - mine.ndim))
+            return jnp.where(m, ct, jnp.zeros_like(ct))
+
+        ct_x = local_cotangent(x, where, masked(ct_values))
+        ct_leaves = [local_cotangent(a, where, masked(ct))
+                     for a, ct in zip(leaves, ct_moved, strict=True)]
+        return ct_x, ct_leaves
+
+    select.defvjp(fwd, bwd)
+    return select(x, list(leaves))
