@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from jax_mergepath._args import (
     ArrayLike,
@@ -332,8 +333,8 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     rows = jnp.moveaxis(x, ax, -1)
     _, _, _, bottom = _bottom(rows, kth)
     # The others in index order: a stable sort of "in the bottom" flags puts them first.
-    taken = jnp.zeros(rows.shape, np.uint8)
-    taken = jnp.put_along_axis(taken, bottom, np.uint8(1), axis=-1, inplace=False)
+    batch = [lax.broadcasted_iota(np.int32, bottom.shape, d) for d in range(bottom.ndim - 1)]
+    taken = jnp.zeros(rows.shape, np.uint8).at[(*batch, bottom)].set(np.uint8(1))
     _, order = sort_rows(taken, (), descending=False, payload=Payload.INDEX, op=op)
     rest = order[..., : n - kth - 1].astype(np.int32)
     return jnp.moveaxis(concatenate_bits((bottom, rest), -1), -1, ax)
