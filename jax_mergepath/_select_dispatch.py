@@ -31,7 +31,7 @@ from jax import lax
 from jax_mergepath._bits import take_along_bits, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
 from jax_mergepath._keys import _NARROW_FLOATS, _SUB_BYTE_INTS, _narrow_float
-from jax_mergepath._select_primitive import KeyClass, _by_xla, topk_p
+from jax_mergepath._select_primitive import KeyClass, _by_xla, forced_route_value, topk_p
 
 
 class _Way(NamedTuple):
@@ -82,10 +82,11 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     if k == 0:
         return jnp.zeros(shape, x.dtype), jnp.zeros(shape, np.int32)
     way = _way(x)
-    params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class)}
+    params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),
+              "route": forced_route_value()}
     length = x.shape[-1]
     if isinstance(length, int) and length >= INT32_LIMIT:
-        values, idx = _by_xla(way.operand, **params)
+        values, idx = _by_xla(way.operand, k=k, largest=bool(largest), key_class=way.key_class)
     else:
         values, idx = topk_p.bind(way.operand, **params)
     if way.gather:

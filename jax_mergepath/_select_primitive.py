@@ -2,23 +2,28 @@
 target jmp_top_k (or, where topk_tuning.h routes it, to the package's sort or XLA's top_k of the
 same order keys), batching and JVP rules, and the CUDA workspace sizing.
 
-topk_p(keys, *, k, largest, key_class) -> [values, indices]
+topk_p(keys, *, k, largest, key_class, route=-1) -> [values, indices]
   keys (*B, L) of a dtype of 1, 2, 4 or 8 whole bytes; key_class (KeyClass) says how its bits
   order (ffi/include/jax_mergepath/topk.h); values (*B, k) the keys' dtype and weak type,
   indices (*B, k) int32: each row's k keys first in (order key descending, index ascending),
-  order keys complemented when largest is False. Every leading dimension is a row.
+  order keys complemented when largest is False. Every leading dimension is a row. route: a
+  Route forced (for benchmarks and tests; see `forced_route`), or -1: topk_tuning.h's.
 
 Contract: the result of a row is unique (a total order of the bits), so every route gives the
 same bits: the kernels (CPU, CUDA), `_by_sort` (the stable sort of the order keys, descending)
 and `_by_xla` (lax.top_k of the order keys). The route is picked when the call is lowered, per
-platform, by topk_tuning.h's topk_route through _cpu.
+platform, by topk_tuning.h's topk_route through _cpu, unless a route was forced when the call was
+traced (JAX_MERGEPATH_TOPK_ROUTE, or `forced_route`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import math
+import os
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +51,35 @@ class Route(enum.IntEnum):  # topk_tuning.h's TopkRoute
     XLA = 2
 
 
+ROUTES = {"auto": -1, "kernel": int(Route.KERNEL), "sort": int(Route.SORT),
+          "xla": int(Route.XLA)}
+_forced_route = os.environ.get("JAX_MERGEPATH_TOPK_ROUTE", "auto")
+
+
+def forced_route_value() -> int:
+    """The route calls traced now take: -1 (topk_tuning.h's, when lowered) or a Route."""
+    if _forced_route not in ROUTES:
+        raise ValueError(
+            f"JAX_MERGEPATH_TOPK_ROUTE={_forced_route!r}: expected one of {sorted(ROUTES)}"
+        )
+    return ROUTES[_forced_route]
+
+
+@contextlib.contextmanager
+def forced_route(route: str) -> Iterator[None]:
+    """top_k calls TRACED inside this block run by `route` ("auto", "kernel", "sort", "xla"),
+    on every platform: for benchmarks and the bit-identity tests (every route gives the same
+    bits). Functions traced before it (and cached by jax.jit) keep theirs."""
+    global _forced_route
+    if route not in ROUTES:
+        raise ValueError(f"route={route!r}: expected one of {sorted(ROUTES)}")
+    before, _forced_route = _forced_route, route
+    try:
+        yield
+    finally:
+        _forced_route = before
+
+
 def order_key(x: jax.Array, key_class: int, largest: bool = True) -> jax.Array:
     """The unsigned order key of every key of x (topk.h TopkOrder::key), complemented when not
     largest: larger order keys come first."""
@@ -65,8 +99,8 @@ topk_p = Primitive("jmp_top_k")
 topk_p.multiple_results = True
 
 
-def _topk_abstract_eval(keys, *, k, largest, key_class):
-    del largest, key_class
+def _topk_abstract_eval(keys, *, k, largest, key_class, route=-1):
+    del largest, key_class, route
     shape = (*keys.shape[:-1], k)
     return [ShapedArray(shape, keys.dtype, weak_type=_weak(keys)), ShapedArray(shape, np.int32)]
 
@@ -93,7 +127,9 @@ def _attrs(k, largest, key_class) -> dict:
     return {"k": np.int64(k), "largest": bool(largest), "key_class": np.int64(key_class)}
 
 
-def _route(cuda: bool, aval, k: int) -> Route:
+def _route(cuda: bool, aval, k: int, forced: int) -> Route:
+    if forced >= 0:
+        return Route(forced)
     length = aval.shape[-1]
     batch = aval.shape[:-1]
     if not isinstance(length, int):
@@ -107,9 +143,9 @@ def _lower_route(ctx, keys, route: Route, **params):
     return mlir.lower_fun(functools.partial(impl, **params), multiple_results=True)(ctx, keys)
 
 
-def _topk_cpu_lowering(ctx, keys, *, k, largest, key_class):
+def _topk_cpu_lowering(ctx, keys, *, k, largest, key_class, route=-1):
     aval = ctx.avals_in[0]
-    route = _route(False, aval, k)
+    route = _route(False, aval, k, route)
     if route != Route.KERNEL:
         return _lower_route(ctx, keys, route, k=k, largest=largest, key_class=key_class)
     return ffi_call(ctx, "jmp_top_k", keys, num_batch_dims=batch_dims_of(aval),
@@ -129,10 +165,10 @@ def workspace_per_row(key_bytes: int, k: int, length: _ffi.DimSize) -> _ffi.DimS
     return _ffi._per_row(_workspace_terms(key_bytes, k), length)
 
 
-def _topk_cuda_lowering(ctx, keys, *, k, largest, key_class):
+def _topk_cuda_lowering(ctx, keys, *, k, largest, key_class, route=-1):
     _ffi.require_cuda_target("jmp_top_k", "top_k")
     aval = ctx.avals_in[0]
-    route = _route(True, aval, k)
+    route = _route(True, aval, k, route)
     if route != Route.KERNEL:
         return _lower_route(ctx, keys, route, k=k, largest=largest, key_class=key_class)
     per_row = workspace_per_row(aval.dtype.itemsize, k, aval.shape[-1])
@@ -153,7 +189,7 @@ def _topk_batching_rule(args, dims, **params):
 batching.primitive_batchers[topk_p] = _topk_batching_rule
 
 
-def _topk_jvp(primals, tangents, **params):
+def _topk_jvp(primals, tangents, **params):  # (the route stays the primal's)
     (keys,), (tangent,) = primals, tangents
     values, idx = topk_p.bind(keys, **params)
     if type(tangent) is ad.Zero or not jnp.issubdtype(keys.dtype, jnp.inexact):

@@ -235,3 +235,17 @@ def test_grad_and_jvp_match_lax(rng):
     assert ti.dtype == jax.dtypes.float0
     g = jax.grad(lambda x: jmp.top_k_by_key(x, {"y": 2 * x}, 3)[1]["y"].sum())(x)
     np.testing.assert_array_equal(g, 2 * jax.grad(lambda x: lax.top_k(x, 3)[0].sum())(x))
+
+
+@pytest.mark.parametrize("route", ["kernel", "sort", "xla"])
+def test_every_route_gives_the_same_bits(route, rng):
+    from jax_mergepath._select_primitive import forced_route
+
+    x = random_keys(rng, np.float32, (3, 500), "special")
+    with forced_route(route):
+        f = jax.jit(lambda x: (jmp.top_k(x, 40), jmp.top_k(x, 300, largest=False)))
+        (v, i), (vs, is_) = f(x)
+        assert ("jmp_top_k" in f.lower(x).as_text()) == (route == "kernel")
+    for got, want in (((v, i), ref_top_k(x, 40)), ((vs, is_), ref_top_k(x, 300, largest=False))):
+        assert_bits_equal(got[1], want[1], route)
+        assert_bits_equal(got[0], want[0], route)
