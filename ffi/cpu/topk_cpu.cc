@@ -5,7 +5,9 @@
 //   full, nth_element keeps the best k and the k-th kept order key becomes the threshold: from
 //   then on only keys ABOVE it can enter (a key equal to it comes later, so its index is larger:
 //   it loses the tie). Keys are checked kTopkCpuBlock at a time, by the block's largest order
-//   key (a vectorized max, one branch a block), so a long row costs about one read.
+//   key (a vectorized max, one branch a block), so a long row costs about one read. For k up to
+//   kTopkCpuInsertMaxK the best k are kept sorted instead and a key that beats the k-th is
+//   inserted (no nth_element: short rows).
 // A chunk ends with its best k sorted; the chunks of a row are merged (their best k together,
 // nth_element, sorted). Rows spread over the host threads (parallel_for.h); rows longer than
 // kTopkCpuChunk are cut into chunks when there are fewer rows than threads. Every buffer is
@@ -32,15 +34,47 @@ struct Candidate {
   int32_t index;
 };
 
-template <typename Bits>
-bool before(const Candidate<Bits>& a, const Candidate<Bits>& b) {
-  return topk_before(a.key, a.index, b.key, b.index);
-}
+// The result's order, as a type (inlined into nth_element and sort, where a function pointer
+// was not).
+struct Before {
+  template <typename Bits>
+  bool operator()(const Candidate<Bits>& a, const Candidate<Bits>& b) const {
+    return topk_before(a.key, a.index, b.key, b.index);
+  }
+};
 
-// The buffer a chunk of `length` keys needs for a top-k of k (one block of overshoot).
+// The buffer a chunk of `length` keys needs for a top-k of k (one block of overshoot; small k:
+// k + 1).
 inline int64_t chunk_capacity(int64_t k, int64_t length) {
   const int64_t cap = std::max(kTopkCpuCapacityFactor * k, kTopkCpuMinCapacity);
   return std::min(cap, length) + kTopkCpuBlock;
+}
+
+// Small k: the best k so far kept sorted (best first) in `buf`, a key inserted where it goes
+// when it beats the k-th (a key equal to one kept comes later: it goes after it), checked
+// kTopkCpuBlock keys at a time by the block's largest key.
+template <typename Bits>
+void select_by_insertion(const Bits* row, int64_t begin, int64_t end, int64_t keep,
+                         TopkOrder<Bits> order, std::vector<Candidate<Bits>>& buf) {
+  auto insert = [&buf, keep](Bits key, int64_t i) {
+    size_t at = buf.size();
+    while (at > 0 && buf[at - 1].key < key) --at;  // (after every kept key >= it)
+    if (static_cast<int64_t>(at) >= keep) return;
+    if (static_cast<int64_t>(buf.size()) == keep) buf.pop_back();
+    buf.insert(buf.begin() + static_cast<std::ptrdiff_t>(at), {key, static_cast<int32_t>(i)});
+  };
+  int64_t i = begin;
+  for (; i < end && static_cast<int64_t>(buf.size()) < keep; ++i) insert(order.key(row[i]), i);
+  for (int64_t b = i; b < end; b += kTopkCpuBlock) {
+    const int64_t stop = std::min(end, b + kTopkCpuBlock);
+    Bits most = Bits(0);
+    for (int64_t j = b; j < stop; ++j) most = std::max(most, order.key(row[j]));
+    if (!(most > buf.back().key)) continue;
+    for (int64_t j = b; j < stop; ++j) {
+      const Bits key = order.key(row[j]);
+      if (key > buf.back().key) insert(key, j);
+    }
+  }
 }
 
 // The best min(k, end - begin) of keys [begin, end) of a row into `buf` (reserved for
@@ -51,11 +85,15 @@ void select_chunk(const Bits* row, int64_t begin, int64_t end, int64_t k, TopkOr
   buf.clear();
   const int64_t keep = std::min(k, end - begin);
   if (keep <= 0) return;
+  if (keep <= kTopkCpuInsertMaxK) {
+    select_by_insertion(row, begin, end, keep, order, buf);
+    return;
+  }
   const size_t cap = static_cast<size_t>(chunk_capacity(k, end - begin) - kTopkCpuBlock);
   bool cut = false;  // the buffer was cut to k once: a threshold holds
   Bits threshold = Bits(0);
   auto cut_to_k = [&] {
-    std::nth_element(buf.begin(), buf.begin() + (keep - 1), buf.end(), before<Bits>);
+    std::nth_element(buf.begin(), buf.begin() + (keep - 1), buf.end(), Before{});
     buf.resize(static_cast<size_t>(keep));
     threshold = buf[static_cast<size_t>(keep - 1)].key;
     cut = true;
@@ -78,7 +116,7 @@ void select_chunk(const Bits* row, int64_t begin, int64_t end, int64_t k, TopkOr
     if (buf.size() >= cap && static_cast<int64_t>(buf.size()) > keep) cut_to_k();
   }
   if (static_cast<int64_t>(buf.size()) > keep) cut_to_k();
-  std::sort(buf.begin(), buf.end(), before<Bits>);
+  std::sort(buf.begin(), buf.end(), Before{});
 }
 
 template <typename Bits>
@@ -132,8 +170,8 @@ bool topk_for_bits(const TopkCall& call) {
       const auto& buf = bufs[static_cast<size_t>(row * per_row + part)];
       merged.insert(merged.end(), buf.begin(), buf.end());
     }
-    std::nth_element(merged.begin(), merged.begin() + (k - 1), merged.end(), before<Bits>);
-    std::sort(merged.begin(), merged.begin() + k, before<Bits>);
+    std::nth_element(merged.begin(), merged.begin() + (k - 1), merged.end(), Before{});
+    std::sort(merged.begin(), merged.begin() + k, Before{});
     write_row(merged.data(), k, keys + row * n, values + row * k, call.out_indices + row * k);
   }
   return true;

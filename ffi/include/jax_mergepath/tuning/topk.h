@@ -23,10 +23,12 @@ namespace jax_mergepath {
 // (nth_element) and from then on only keys above the k-th kept key, checked kTopkCpuBlock keys
 // at a time (the block's largest order key first: a vectorized max, one branch a block). Rows
 // longer than kTopkCpuChunk are cut into chunks for the host threads when there are fewer rows
-// than threads; each chunk's best k are merged at the end. Measured on the 2-core dev machine
-// (docs/performance.md, "Top-k").
+// than threads; each chunk's best k are merged at the end. For k up to kTopkCpuInsertMaxK the
+// best k are kept sorted and a key that beats the k-th is inserted (short rows: no nth_element).
+// Measured on the 2-core dev machine (docs/performance.md, "Top-k").
 inline constexpr int64_t kTopkCpuBlock = 64;
-inline constexpr int64_t kTopkCpuMinCapacity = 256;
+inline constexpr int64_t kTopkCpuInsertMaxK = 32;
+inline constexpr int64_t kTopkCpuMinCapacity = 64;
 inline constexpr int64_t kTopkCpuCapacityFactor = 2;
 inline constexpr int64_t kTopkCpuChunk = int64_t{1} << 16;
 
