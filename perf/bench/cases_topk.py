@@ -49,6 +49,9 @@ def _ours(k: int, largest: bool, route: str | None = None) -> Callable:
 
 def topk_case(dtype, rows: int, n: int, k: int, largest: bool = True,
               routes: tuple[str, ...] = ()) -> Case:
+    """A case of `rows` rows of n random keys (one row: 1-d) at k; with `routes` (the
+    thresholds' cases) our forced routes beside the automatic one and lax.top_k alone as the
+    baseline."""
     shape = (n,) if rows == 1 else (rows, n)
     x = random_keys(prng(rows, n, k, 61), shape, dtype)
     item = np.dtype(dtype).itemsize
@@ -81,14 +84,15 @@ def topk_case(dtype, rows: int, n: int, k: int, largest: bool = True,
         idx = jnp.argsort(x, axis=-1, descending=largest, stable=True)[..., :k]
         return jnp.take_along_axis(x, idx, -1), idx.astype(np.int32)
 
-    baselines = [
-        Variant("lax.top_k", lax_top_k, (x,)),
-        Variant("jnp.sort then slice", sort_slice, (x,), check=_values_only),
-        Variant("jmp.sort then slice", jmp_sort_slice, (x,), check=_values_only),
-        Variant("jnp.argsort then take", argsort_take, (x,)),
-    ]
+    baselines = [Variant("lax.top_k", lax_top_k, (x,))]
+    if not routes:
+        baselines += [
+            Variant("jnp.sort then slice", sort_slice, (x,), check=_values_only),
+            Variant("jmp.sort then slice", jmp_sort_slice, (x,), check=_values_only),
+            Variant("jnp.argsort then take", argsort_take, (x,)),
+        ]
     refs = []
-    if largest and jnp.issubdtype(x.dtype, jnp.floating):
+    if largest and not routes and jnp.issubdtype(x.dtype, jnp.floating):
         refs.append(Variant("lax.approx_max_k", lambda x: lax.approx_max_k(x, k), (x,),
                             check=_approximate))
     nbytes = x.size * item + rows * k * (item + 4)
