@@ -343,8 +343,9 @@ __global__ void __launch_bounds__(kTopkSampleThreads)
   grid_prologue();
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ BlockScalars sc;
-  Bits* sample = reinterpret_cast<Bits*>(shared);
-  int* hist = reinterpret_cast<int*>(shared + samples * int64_t(sizeof(Bits)));
+  constexpr int kBins = 1 << kTopkBlockRadixBits;
+  int* hist = reinterpret_cast<int*>(shared);  // (first: aligned whatever the samples' count)
+  Bits* sample = reinterpret_cast<Bits*>(shared + kBins * 4);
   const int64_t row = blockIdx.x;
   const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
   for (int64_t j = threadIdx.x; j < samples; j += kTopkSampleThreads) {
