@@ -1,5 +1,5 @@
 """The selection primitive `topk_p` (top_k of rows): abstract evaluation, lowering to the FFI
-target jmp_top_k (or, where topk_tuning.h routes it, to the package's sort or XLA's top_k of the
+target jmp_top_k (or, where tuning/topk.h routes it, to the package's sort or XLA's top_k of the
 same order keys), batching and JVP rules, and the CUDA workspace sizing.
 
 topk_p(keys, *, k, largest, key_class, route=-1) -> [values, indices]
@@ -7,12 +7,12 @@ topk_p(keys, *, k, largest, key_class, route=-1) -> [values, indices]
   order (ffi/include/jax_mergepath/topk.h); values (*B, k) the keys' dtype and weak type,
   indices (*B, k) int32: each row's k keys first in (order key descending, index ascending),
   order keys complemented when largest is False. Every leading dimension is a row. route: a
-  Route forced (for benchmarks and tests; see `forced_route`), or -1: topk_tuning.h's.
+  Route forced (for benchmarks and tests; see `forced_route`), or -1: tuning/topk.h's.
 
 Contract: the result of a row is unique (a total order of the bits), so every route gives the
 same bits: the kernels (CPU, CUDA), `_by_sort` (the stable sort of the order keys, descending)
 and `_by_xla` (lax.top_k of the order keys). The route is picked when the call is lowered, per
-platform, by topk_tuning.h's topk_route through _cpu, unless a route was forced when the call was
+platform, by tuning/topk.h's topk_route through _cpu, unless a route was forced when the call was
 traced (JAX_MERGEPATH_TOPK_ROUTE, or `forced_route`).
 """
 
@@ -45,7 +45,7 @@ class KeyClass(enum.IntEnum):  # topk.h's TopkKeyClass
     FLOAT = 2  # sign-magnitude: negative keys' bits all flipped, the others' sign bit
 
 
-class Route(enum.IntEnum):  # topk_tuning.h's TopkRoute
+class Route(enum.IntEnum):  # tuning/topk.h's TopkRoute
     KERNEL = 0
     SORT = 1
     XLA = 2
@@ -57,7 +57,7 @@ _forced_route = os.environ.get("JAX_MERGEPATH_TOPK_ROUTE", "auto")
 
 
 def forced_route_value() -> int:
-    """The route calls traced now take: -1 (topk_tuning.h's, when lowered) or a Route."""
+    """The route calls traced now take: -1 (tuning/topk.h's, when lowered) or a Route."""
     if _forced_route not in ROUTES:
         raise ValueError(
             f"JAX_MERGEPATH_TOPK_ROUTE={_forced_route!r}: expected one of {sorted(ROUTES)}"
@@ -158,7 +158,7 @@ def _workspace_terms(key_bytes: int, k: int) -> _ffi.Terms:
 
 
 def workspace_per_row(key_bytes: int, k: int, length: _ffi.DimSize) -> _ffi.DimSize:
-    """int32 elements a row of the CUDA top_k's workspace (topk_tuning.h), for any number of
+    """int32 elements a row of the CUDA top_k's workspace (tuning/workspace.h), for any number of
     rows: exact for a concrete length, a bound for a symbolic one."""
     if isinstance(length, int):
         return int(_ffi._cpu.topk_workspace_per_row(key_bytes, k, length))

@@ -1,5 +1,5 @@
-// topk_cpu.cc (level: CPU backend): the CPU top_k (topk.h): each row, or each chunk of a long row, read once with a
-// threshold filter:
+// topk_cpu.cc (level: CPU backend): the CPU top_k (topk.h): each row, or each chunk of a long row,
+// read once with a threshold filter:
 //   candidates (order key, index) are kept in a buffer; while the chunk has not yet filled it
 //   (kTopkCpuCapacityFactor x k, at least kTopkCpuMinCapacity) every key goes in; when it is
 //   full, nth_element keeps the best k and the k-th kept order key becomes the threshold: from

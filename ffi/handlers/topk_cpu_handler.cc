@@ -1,6 +1,7 @@
-// topk_cpu_handler.cc (level: FFI handlers): the CPU handler of jmp_top_k (topk_ffi.h) and the _cpu module's top_k
-// hooks: the tuning table (tuning/topk.h, tuning/workspace.h) that the lowering sizes the CUDA workspace and picks
-// the route with, and the tests check (add_topk_hooks, called by cpu_module.cc).
+// topk_cpu_handler.cc (level: FFI handlers): the CPU handler of jmp_top_k (topk_ffi.h) and the _cpu
+// module's top_k hooks: the tuning table (tuning/topk.h, tuning/workspace.h) that the lowering
+// sizes the CUDA workspace and picks the route with, and the tests check (add_topk_hooks, called by
+// cpu_module.cc).
 #include <nanobind/nanobind.h>
 
 #include <new>

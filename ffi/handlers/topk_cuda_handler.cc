@@ -1,6 +1,7 @@
-// topk_cuda_handler.cc (level: FFI handlers): the CUDA handler of jmp_top_k (topk_ffi.h): decode and validate, the
-// device's SM count, the workspace (the call's last result) checked against tuning/workspace.h's
-// layout, then topk_cuda on XLA's stream. No allocation, no sync: kCmdBufferCompatible.
+// topk_cuda_handler.cc (level: FFI handlers): the CUDA handler of jmp_top_k (topk_ffi.h): decode
+// and validate, the device's SM count, the workspace (the call's last result) checked against
+// tuning/workspace.h's layout, then topk_cuda on XLA's stream. No allocation, no sync:
+// kCmdBufferCompatible.
 #include <string>
 
 #include "../cuda/entry/device_sms.h"

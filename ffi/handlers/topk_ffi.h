@@ -1,8 +1,8 @@
-// topk_ffi.h (level: FFI handlers): the FFI target jmp_top_k, what its CPU and CUDA handlers share: the signature
-// (bind_top_k: every primitive parameter of _select_lowering.py an attribute) and the decoding
-// of its buffers into the plain TopkCall (topk.h). Keys may be of any dtype of 1, 2, 4 or 8
-// whole bytes: the attribute key_class says how their bits order (the lowering picks it from the
-// dtype), so the handlers need no dtype table. Handlers return ffi::Error, never throw.
+// topk_ffi.h (level: FFI handlers): the FFI target jmp_top_k, what its CPU and CUDA handlers share:
+// the signature (bind_top_k: every primitive parameter of _select_primitive.py an attribute) and
+// the decoding of its buffers into the plain TopkCall (topk.h). Keys may be of any dtype of 1, 2, 4
+// or 8 whole bytes: the attribute key_class says how their bits order (the lowering picks it from
+// the dtype), so the handlers need no dtype table. Handlers return ffi::Error, never throw.
 #pragma once
 
 #include <cstdint>

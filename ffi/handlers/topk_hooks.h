@@ -1,4 +1,5 @@
-// topk_hooks.h (level: FFI handlers): the _cpu module's top_k hooks (topk_cpu_handler.cc), added by cpu_module.cc.
+// topk_hooks.h (level: FFI handlers): the _cpu module's top_k hooks (topk_cpu_handler.cc), added by
+// cpu_module.cc.
 #pragma once
 
 #include <nanobind/nanobind.h>

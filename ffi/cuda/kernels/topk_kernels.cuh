@@ -1,4 +1,5 @@
-// topk_kernels.cuh (level: kernels): the CUDA top_k kernels (topk.h's result; tuning/topk.h's strategies):
+// topk_kernels.cuh (level: kernels): the CUDA top_k kernels (topk.h's result; tuning/topk.h's
+// strategies):
 //   * block level: block_radix_select (the k-th largest order key of a set, digit by digit in
 //     shared memory), block_topk (a row's k first: a sampled threshold, the keys >= it appended to
 //     a shared buffer as the row streams by, or the exact path; then a bitonic sort of the buffer

@@ -20,7 +20,8 @@ namespace jax_mergepath {
 namespace topk {
 
 inline constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
-inline constexpr int kStaticSharedLimit = 48 * 1024;  // dynamic shared memory past it needs opting in
+// Dynamic shared memory past this needs opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
+inline constexpr int kStaticSharedLimit = 48 * 1024;
 
 template <typename Kernel>
 cudaError_t allow_shared(Kernel* kernel, int64_t bytes) {

@@ -84,15 +84,15 @@ JMP_HD constexpr int64_t topk_pow2_floor(int64_t x) {
   return p;
 }
 
-// ------------------------------------------------------------------ GPU: a block a row
-// A block selects a row's k (ffi/cuda/topk_kernels.cuh block_topk): s samples (a sample every
+// ------------------------------------------------------------------ GPU: a block a row A block
+// selects a row's k (ffi/cuda/kernels/topk_kernels.cuh block_topk): s samples (a sample every
 // kTopkBlockSampleDivisor keys, a power of two in [kTopkBlockMinSamples, kTopkBlockMaxSamples]),
 // their r-th largest key T (a radix select in shared memory), the keys >= T appended to a
-// shared-memory buffer of `cap` (order key, index) pairs while the row streams from global
-// memory, then a bitonic sort of them; the exact path (radix select of the row, the keys equal
-// to the k-th taken in index order) when fewer than k or more than cap keys were >= T. A row
-// that fits the buffer whole skips the sampling. Threads by row length (topk_block_threads).
-// To be measured: rows 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8.
+// shared-memory buffer of `cap` (order key, index) pairs while the row streams from global memory,
+// then a bitonic sort of them; the exact path (radix select of the row, the keys equal to the k-th
+// taken in index order) when fewer than k or more than cap keys were >= T. A row that fits the
+// buffer whole skips the sampling. Threads by row length (topk_block_threads). To be measured: rows
+// 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8.
 inline constexpr int kTopkBlockMinSamples = 64;
 inline constexpr int kTopkBlockMaxSamples = 1024;
 inline constexpr int kTopkBlockSampleDivisor = 8;
@@ -102,8 +102,8 @@ inline constexpr int kTopkBlockRadixBits = 8;  // a shared-memory radix select's
 inline constexpr int kTopkBlockUnroll = 4;      // keys a thread loads at once as a row streams
 
 JMP_HD int64_t topk_block_samples(int64_t length) {
-  int64_t s = topk_pow2_floor(length / kTopkBlockSampleDivisor > 1 ? length / kTopkBlockSampleDivisor
-                                                                   : 1);
+  const int64_t every = length / kTopkBlockSampleDivisor;
+  int64_t s = topk_pow2_floor(every > 1 ? every : 1);
   s = s < kTopkBlockMinSamples ? kTopkBlockMinSamples : s;
   s = s > kTopkBlockMaxSamples ? kTopkBlockMaxSamples : s;
   return s < length ? s : length;
@@ -131,7 +131,7 @@ JMP_HD constexpr int64_t topk_block_shared_bytes(int key_bytes, int64_t cap, int
 }
 
 // ------------------------------------------------------------------ GPU: the grid of a row
-// Rows of at least kTopkGridMinLength keys take the whole grid (ffi/cuda/topk_kernels.cuh):
+// Rows of at least kTopkGridMinLength keys take the whole grid (ffi/cuda/kernels/topk_kernels.cuh):
 //   1. topk_sample_kernel (a block a row): kTopkGridSamples samples, T their r-th largest;
 //   2. topk_filter_kernel (tiles of kTopkFilterThreads x kTopkFilterItems keys): the keys >= T,
 //      compacted in the block, appended to the row's candidates with one atomic a block (up to
@@ -197,7 +197,7 @@ struct TopkRowState {
 };
 
 // ------------------------------------------------------------------ routes
-// Which way a call runs, picked when it is lowered (jax_mergepath/_select_lowering.py): the
+// Which way a call runs, picked when it is lowered (jax_mergepath/_select_primitive.py): the
 // selection kernels, our full sort of the order keys (then the first k), or XLA's own top_k of
 // the order keys. Every way gives the same bits. The CPU kernels beat XLA:CPU's top_k at every
 // measured size (docs/performance.md), so the CPU always takes them. On the GPU a k of at least
