@@ -251,6 +251,13 @@ def _partition_keys(x: jax.Array, kth: int) -> tuple[jax.Array, bool]:
     return jnp.where(as_jnp, x, folded), True
 
 
+def _partition_rows(a: ArrayLike, kth, axis, op: str):
+    """(rows with the axis last, the axis, its length, kth normalized) of a partition's
+    arguments, checked."""
+    x, ax, n, kth = _partition_args(a, kth, axis, op)
+    return jnp.moveaxis(x, ax, -1), ax, n, kth
+
+
 def _bottom(x: jax.Array, kth: int) -> tuple[jax.Array, bool, jax.Array, jax.Array]:
     """(the partition's keys, whether they differ from x, the kth + 1 smallest's values, their
     indices): the bottom of a partition, smallest first, ties by lower index."""
@@ -293,9 +300,7 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
         >>> jmp.partition(jnp.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
         Array([1, 2, 3, 3, 4, 9, 8, 7, 6, 5], dtype=int32)
     """
-    op = "partition"
-    x, ax, n, kth = _partition_args(a, kth, axis, op)
-    rows = jnp.moveaxis(x, ax, -1)
+    rows, ax, n, kth = _partition_rows(a, kth, axis, "partition")
     keys, gather, bottom, _ = _bottom(rows, kth)
     top, idx = top_k_rows(keys, n - kth - 1, largest=True)
     if gather:
@@ -312,10 +317,7 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     (see :func:`partition` for where ``jnp``'s is not, and this one still is).
 
     Args:
-        a: keys of a key dtype (not complex), >= 1-d.
-        kth: the position that gets the entry a full sort would put there (a static int;
-            negative counts from the end).
-        axis: the axis to partition along (a static int).
+        a, kth, axis: as for :func:`partition`.
 
     Returns:
         int32 indices of ``a``'s shape (as ``jnp.argpartition``).
@@ -329,8 +331,7 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
         Array([4, 8, 3, 9, 2, 0, 1, 5, 6, 7], dtype=int32)
     """
     op = "argpartition"
-    x, ax, n, kth = _partition_args(a, kth, axis, op)
-    rows = jnp.moveaxis(x, ax, -1)
+    rows, ax, n, kth = _partition_rows(a, kth, axis, op)
     _, _, _, bottom = _bottom(rows, kth)
     # The others in index order: a stable sort of "in the bottom" flags puts them first.
     batch = [lax.broadcasted_iota(np.int32, bottom.shape, d) for d in range(bottom.ndim - 1)]

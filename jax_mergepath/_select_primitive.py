@@ -19,6 +19,7 @@ traced (JAX_MERGEPATH_TOPK_ROUTE, or `forced_route`).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import enum
 import functools
 import math
@@ -53,16 +54,19 @@ class Route(enum.IntEnum):  # tuning/topk.h's TopkRoute
 
 ROUTES = {"auto": -1, "kernel": int(Route.KERNEL), "sort": int(Route.SORT),
           "xla": int(Route.XLA)}
-_forced_route = os.environ.get("JAX_MERGEPATH_TOPK_ROUTE", "auto")
+# The route forced in this thread or context (`forced_route`), else JAX_MERGEPATH_TOPK_ROUTE's.
+_route_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jax_mergepath_topk_route", default=None)
 
 
 def forced_route_value() -> int:
     """The route calls traced now take: -1 (tuning/topk.h's, when lowered) or a Route."""
-    if _forced_route not in ROUTES:
+    route = _route_forced.get() or os.environ.get("JAX_MERGEPATH_TOPK_ROUTE", "auto")
+    if route not in ROUTES:
         raise ValueError(
-            f"JAX_MERGEPATH_TOPK_ROUTE={_forced_route!r}: expected one of {sorted(ROUTES)}"
+            f"JAX_MERGEPATH_TOPK_ROUTE={route!r}: expected one of {sorted(ROUTES)}"
         )
-    return ROUTES[_forced_route]
+    return ROUTES[route]
 
 
 @contextlib.contextmanager
@@ -70,14 +74,13 @@ def forced_route(route: str) -> Iterator[None]:
     """top_k calls TRACED inside this block run by `route` ("auto", "kernel", "sort", "xla"),
     on every platform: for benchmarks and the bit-identity tests (every route gives the same
     bits). Functions traced before it (and cached by jax.jit) keep theirs."""
-    global _forced_route
     if route not in ROUTES:
         raise ValueError(f"route={route!r}: expected one of {sorted(ROUTES)}")
-    before, _forced_route = _forced_route, route
+    token = _route_forced.set(route)
     try:
         yield
     finally:
-        _forced_route = before
+        _route_forced.reset(token)
 
 
 def order_key(x: jax.Array, key_class: int, largest: bool = True) -> jax.Array:

@@ -9,11 +9,14 @@
 #   topk_sweep.txt      perf/sweeps/topk_sweep.cu: every case checked against a host reference,
 #                       then device times (CUDA events), % of one read of the keys, the filter
 #                       kernel alone; "N case(s) WRONG" at the end
+#   topk_sanitizer.log  compute-sanitizer memcheck of tests/tools/sanitizer_cases.py's top_k
+#                       cases (every strategy, the exact paths): "sanitizer rc=0" is clean
 #   topk_bench.txt/.json  python -m perf.bench --family topk: user-visible and kernel times
 #                       against lax.top_k, sorts then a slice, argsort then a take,
 #                       lax.approx_max_k; the thresholds' cases with every route forced
 # Usage: bash perf/gpu/topk_run.sh [more perf.bench arguments]
-# Env: TOPK_TEST_WORKERS (pytest-xdist processes, default 4), TOPK_SKIP_TESTS / _SWEEP / _BENCH.
+# Env: TOPK_TEST_WORKERS (pytest-xdist processes, default 4), TOPK_SKIP_TESTS / _SWEEP /
+# _SANITIZER / _BENCH.
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 cd "$(dirname "$0")/../.."  # the repository root
@@ -42,6 +45,13 @@ if [ -z "${TOPK_SKIP_SWEEP:-}" ]; then
   else
     echo "HARNESS BUILD FAILED"; tail -30 "$out/topk_sweep_build.log"; status=1
   fi
+fi
+echo "== compute-sanitizer (memcheck, top_k cases)"
+if [ -z "${TOPK_SKIP_SANITIZER:-}" ]; then
+  JMP_SANITIZER_CASES=topk timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    --target-processes all python3 tests/tools/sanitizer_cases.py > "$out/topk_sanitizer.log" 2>&1
+  rc=$?; tail -3 "$out/topk_sanitizer.log"; echo "sanitizer rc=$rc"
+  [ "$rc" = 0 ] || status=1
 fi
 echo "== bench"
 if [ -z "${TOPK_SKIP_BENCH:-}" ]; then

@@ -506,6 +506,37 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   }
 }
 
+// A row on the exact path: its state, its k-th order key (the radix passes' prefix), its keys,
+// its candidates and its tiles' tie counts.
+template <typename Bits>
+struct FlaggedRow {
+  TopkRowState& st;
+  Bits kth;
+  const Bits* x;
+  Bits* keys;
+  int32_t* indices;
+  int32_t* ties;
+};
+
+template <typename Bits>
+__device__ FlaggedRow<Bits> flagged_row(const TopkCall& call, const GridRows<Bits>& g,
+                                        int64_t row) {
+  TopkRowState& st = g.states[row];
+  return {st, static_cast<Bits>(st.prefix),
+          static_cast<const Bits*>(call.keys) + row * call.length, g.cand_keys + row * g.capacity,
+          g.cand_indices + row * g.capacity, g.tile_ties + row * g.tiles};
+}
+
+// body(the row) for every row on the exact path among this block's (per_row blocks a row); a row
+// off it is skipped at once (uniform: every thread reads the same flag).
+template <typename Bits, typename Body>
+__device__ void each_flagged_row(const TopkCall& call, const GridRows<Bits>& g, int64_t per_row,
+                                 const Body& body) {
+  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
+    if (g.states[row].exact) body(flagged_row(call, g, row));
+  }
+}
+
 // 5. A flagged row's tiles: the keys above the k-th (in any order, one atomic a block) to the
 // front of the candidates, and each tile's count of keys equal to it.
 template <typename Bits>
@@ -515,17 +546,12 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   grid_prologue();
   __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
   __shared__ int first;
-  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
-    TopkRowState& st = g.states[row];
-    if (!st.exact) continue;
-    const Bits kth = static_cast<Bits>(st.prefix);
-    const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
-    Bits* keys = g.cand_keys + row * g.capacity;
-    int32_t* indices = g.cand_indices + row * g.capacity;
+  each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
+    const Bits kth = r.kth;
     for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
       Bits u[kTopkFilterItems];
       bool valid[kTopkFilterItems];
-      load_tile(x, call.length, tile, order, u, valid);
+      load_tile(r.x, call.length, tile, order, u, valid);
       int above = 0, equal = 0;
 #pragma unroll
       for (int i = 0; i < kTopkFilterItems; ++i) {
@@ -538,21 +564,21 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
       int ties = 0;
       block_exclusive_sum<int, kTopkFilterThreads>(equal, ties, scan);
       if (threadIdx.x == 0) {
-        g.tile_ties[row * g.tiles + tile] = ties;
-        first = total > 0 ? atomicAdd(&st.above, total) : 0;
+        r.ties[tile] = ties;
+        first = total > 0 ? atomicAdd(&r.st.above, total) : 0;
       }
       __syncthreads();
       at += first;
 #pragma unroll
       for (int i = 0; i < kTopkFilterItems; ++i) {
         if (valid[i] && u[i] > kth) {
-          keys[at] = u[i];
-          indices[at] = static_cast<int32_t>(tile_key(tile, i));
+          r.keys[at] = u[i];
+          r.indices[at] = static_cast<int32_t>(tile_key(tile, i));
           ++at;
         }
       }
     }
-  }
+  });
 }
 
 // 6. A block a flagged row: the tiles' tie counts made exclusive prefixes (in place); the row's
@@ -588,32 +614,26 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
                           int64_t per_row) {
   grid_prologue();
   __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
-  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
-    const TopkRowState& st = g.states[row];
-    if (!st.exact) continue;
-    const Bits kth = static_cast<Bits>(st.prefix);
-    const int need = st.need;
+  each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
+    const int need = r.st.need;
     const int greater = static_cast<int>(call.k) - need;
-    const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
-    Bits* keys = g.cand_keys + row * g.capacity;
-    int32_t* indices = g.cand_indices + row * g.capacity;
     for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
-      int rank = g.tile_ties[row * g.tiles + tile];
+      int rank = r.ties[tile];
       if (rank >= need) continue;  // (uniform: every thread reads the same count)
       for (int i = 0; i < kTopkFilterItems; ++i) {
         const int64_t p = tile_key(tile, i);
-        const bool eq = p < call.length && order.key(__ldg(x + p)) == kth;
+        const bool eq = p < call.length && order.key(__ldg(r.x + p)) == r.kth;
         int total = 0;
         const int ordinal = block_exclusive_sum<int, kTopkFilterThreads>(eq ? 1 : 0, total, scan);
         if (eq && rank + ordinal < need) {
-          keys[greater + rank + ordinal] = kth;
-          indices[greater + rank + ordinal] = static_cast<int32_t>(p);
+          r.keys[greater + rank + ordinal] = r.kth;
+          r.indices[greater + rank + ordinal] = static_cast<int32_t>(p);
         }
         rank += total;
         __syncthreads();
       }
     }
-  }
+  });
 }
 
 // 8a. k <= kTopkFinalMaxK: a block a row, block_topk over the row's candidates.

@@ -81,6 +81,9 @@ cudaError_t sort_candidates(const TopkCall& call, const GridRows<Bits>& g,
   s.method = SortMethod::kMerge;
   s.keys_needed = true;
   int32_t* splits = reinterpret_cast<int32_t*>(ws + l.splits);
+  auto sort = [&](auto traits) {  // (the sort launcher of the keys' traits)
+    return sort_for_traits<decltype(traits)>(s, splits, l.splits_elements, stream);
+  };
   const void* indices = nullptr;
   if constexpr (kComposite) {  // one uint64 a candidate, ascending
     s.key_type = KeyType::kU64;
@@ -88,10 +91,7 @@ cudaError_t sort_candidates(const TopkCall& call, const GridRows<Bits>& g,
     s.keys = buffer[0];
     s.out_keys = buffer[1];
     s.spare_keys = buffer[2];
-    if (cudaError_t err = sort_for_traits<U64Key>(s, splits, l.splits_elements, stream);
-        err != cudaSuccess) {
-      return err;
-    }
+    if (cudaError_t err = sort(U64Key{}); err != cudaSuccess) return err;
   } else {  // by index (uint32, the order key its value), then stably by order key, descending
     s.key_type = KeyType::kU32;
     s.payload = PayloadKind::kValue;
@@ -102,10 +102,7 @@ cudaError_t sort_candidates(const TopkCall& call, const GridRows<Bits>& g,
     s.out_payload = buffer[3];
     s.spare_keys = buffer[4];
     s.spare_payload = buffer[5];
-    if (cudaError_t err = sort_for_traits<U32Key>(s, splits, l.splits_elements, stream);
-        err != cudaSuccess) {
-      return err;
-    }
+    if (cudaError_t err = sort(U32Key{}); err != cudaSuccess) return err;
     s.key_type = KeyType::kU64;
     s.descending = true;
     s.value_bytes = 4;
@@ -113,10 +110,7 @@ cudaError_t sort_candidates(const TopkCall& call, const GridRows<Bits>& g,
     s.values = buffer[2];
     s.out_keys = buffer[0];
     s.out_payload = buffer[1];
-    if (cudaError_t err = sort_for_traits<U64Key>(s, splits, l.splits_elements, stream);
-        err != cudaSuccess) {
-      return err;
-    }
+    if (cudaError_t err = sort(U64Key{}); err != cudaSuccess) return err;
     indices = buffer[1];
   }
   const int64_t emit_blocks = ceil_div(call.rows * call.k, 256);
