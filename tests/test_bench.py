@@ -30,9 +30,10 @@ TINY = ["--quick", "--min-log2", "10", "--max-log2", "10", "--no-torch", "--repe
 # --quick at 2^10: merge 50% / 1% / kv (int32); sort, argsort (int32, float32), presorted,
 # sort_by_key, lax_sort x3, one row width, searchsorted 1-D and in rows (two rows each:
 # sorted_v=True / False);
-# batch: vmapped merges of rows of 32 and 512 a side, and a ragged one.
-N_CASES = 18
-N_ROWS = 20
+# batch: vmapped merges of rows of 32 and 512 a side, and a ragged one;
+# topk: one row of 2^10 at k 10 and 1000, rows of 512 at k 8.
+N_CASES = 21
+N_ROWS = 23
 HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 needs_mpl = pytest.mark.skipif(not HAS_MPL, reason="needs matplotlib")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -58,7 +59,7 @@ def test_json_holds_every_case_with_positive_times(run):
     _, results, _ = run
     rows = results["rows"]
     assert len(rows) == N_ROWS
-    assert {r["family"] for r in rows} == {"merge", "batch", "sort"}
+    assert {r["family"] for r in rows} == {"merge", "batch", "sort", "topk"}
     names = {r["case"] for r in rows}
     for name in ("merge int32 2^10 a=50%", "merge kv int32 2^10 a=50%", "sort float32 2^10",
                  "argsort int32 2^10", "sort int32 2^10 presorted",
@@ -98,7 +99,8 @@ def test_plot_is_a_png_and_replots_from_json(run, tmp_path):
     again = tmp_path / "again.png"
     assert plot.main([str(saved), str(again)]) == 0
     assert again.read_bytes()[:8] == PNG_MAGIC
-    last = results["rows"][-1]
+    last = next(r for r in results["rows"]
+                if r["case"] == "searchsorted int32 2^10 in 2^10 sorted_v=False")
     assert plot.panel_and_x(last) == ("searchsorted int32 2^k in 2^k sorted_v=False", last["n"])
     batch = {"case": "vmap merge int32 2^26 as 8192 x (4096+4096)", "n": 2**26}
     assert plot.panel_and_x(batch) == ("vmap merge int32 2^26, rows of d + d", 4096)

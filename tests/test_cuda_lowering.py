@@ -19,7 +19,8 @@ from jax_mergepath._primitives import Payload, merge_p
 
 pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
-TARGETS = ("jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted")
+TARGETS = ("jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted",
+           "jmp_top_k")
 
 
 def test_a_built_cuda_module_loads():
@@ -57,6 +58,10 @@ def custom_calls(text: str) -> list[str]:
         ("searchsorted", lambda a, b: jmp.searchsorted(a, b), "jmp_searchsorted"),
         ("searchsorted_sorted", lambda a, b: jmp.searchsorted(a, b, sorted_v=True),
          "jmp_searchsorted"),
+        ("top_k", lambda a, b: jmp.top_k(a, 10), "jmp_top_k"),
+        ("top_k_smallest", lambda a, b: jmp.top_k(a, 3000, largest=False), "jmp_top_k"),
+        ("top_k_by_key", lambda a, b: jmp.top_k_by_key(a, {"b": a + 1}, 7)[1]["b"],
+         "jmp_top_k"),
     ],
 )
 def test_cuda_lowering_names_the_target(name, fn, target):

@@ -21,7 +21,8 @@ from jax_mergepath._primitives import Payload
 
 pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
-TARGETS = {"jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted"}
+TARGETS = {"jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted",
+           "jmp_top_k"}
 CHECKS = jmp.export_disabled_checks()
 
 # Values for the dimension variables: the first also shapes the concrete export; the symbolic
@@ -158,6 +159,22 @@ CASES = [
           "jmp_searchsorted"),
     _case("grad_sort", jax.grad(lambda x: (jmp.sort(x) * jnp.arange(x.shape[-1])).sum()),
           ("b, n",), lambda r, d: (r.standard_normal((d["b"], d["n"])),), "jmp_sort"),
+    _case("top_k_rows", lambda x: jmp.top_k(x, 5), ("b, 40",),
+          lambda r, d: (_keys(r, (d["b"], 40)),), "jmp_top_k"),
+    _case("top_k_symbolic_axis", lambda x: jmp.top_k(x, 1, largest=False), ("b, n",),
+          lambda r, d: (_keys(r, (d["b"], d["n"])),), "jmp_top_k"),
+    _case("vmap_top_k_by_key",
+          jax.vmap(lambda k, v: jmp.top_k_by_key(k, v, 3), in_axes=(1, 1)), ("40, b", "40, b"),
+          lambda r, d: (_keys(r, (40, d["b"])), r.integers(0, 9, (40, d["b"])).astype(np.int32)),
+          "jmp_top_k"),
+    _case("grad_top_k", jax.grad(lambda x: (jmp.top_k(x, 4)[0] * jnp.arange(4.0)).sum()),
+          ("b, 40",), lambda r, d: (r.standard_normal((d["b"], 40)),), "jmp_top_k"),
+    # (the CUDA lowering takes the sort for half the row and more: both targets)
+    _case("partition", lambda x: jmp.partition(x, 3), ("b, 40",),
+          lambda r, d: (_keys(r, (d["b"], 40)),), "jmp_top_k", "jmp_sort"),
+    _case("argpartition", lambda x: jmp.argpartition(x, 30), ("b, 40",),
+          lambda r, d: (r.integers(-9, 9, (d["b"], 40)).astype(np.int32),), "jmp_top_k",
+          "jmp_sort"),
 ]
 
 

@@ -16,10 +16,10 @@ pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 PACKAGE = pathlib.Path(__file__).parents[1] / "jax_mergepath"
 
 LAYERS = [  # top first
-    {"__init__", "_merge", "_sort", "_checked"},  # public API (and the checks it emits)
-    {"_sharded"},
-    {"_dispatch"},
-    {"_primitives"},
+    {"__init__", "_merge", "_sort", "_checked", "_select"},  # public API (and its checks)
+    {"_sharded", "_select_sharded"},
+    {"_dispatch", "_select_dispatch"},
+    {"_primitives", "_select_primitive"},
     {"_lowering"},
     {"_ffi"},
 ]

@@ -10,6 +10,8 @@
 
 #include "../cpu/cpu_entry.h"
 #include "decode.h"
+#include "topk_ffi.h"
+#include "topk_hooks.h"
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/sort_method.h"
 #include "jax_mergepath/tuning/merge.h"
@@ -107,8 +109,10 @@ NB_MODULE(_cpu, m) {
     d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
     d["jmp_sort"] = capsule_of(jax_mergepath::jmp_sort_cpu);
     d["jmp_searchsorted"] = capsule_of(jax_mergepath::jmp_searchsorted_cpu);
+    d["jmp_top_k"] = capsule_of(jax_mergepath::jmp_top_k_cpu);
     return d;
   });
+  add_topk_hooks(m);
   // The tuning table (tuning/*.h, sort_method.h): the workspace bounds that shape the CUDA
   // workspaces (_ffi.py), and what the tests check the kernels' arithmetic with.
   m.def(

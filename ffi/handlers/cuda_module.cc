@@ -12,6 +12,7 @@
 #include "../cuda/entry/cuda_entry.h"
 #include "../cuda/entry/device_sms.h"
 #include "decode.h"
+#include "topk_ffi.h"
 #include "jax_mergepath/tuning/radix.h"
 #include "jax_mergepath/tuning/workspace.h"
 
@@ -171,6 +172,7 @@ NB_MODULE(_cuda, m) {
     d["jmp_sort"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_sort_cuda));
     d["jmp_searchsorted"] =
         nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_searchsorted_cuda));
+    d["jmp_top_k"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_top_k_cuda));
     return d;
   });
   m.def("short_keys_onesweep", &jax_mergepath::short_keys_onesweep,

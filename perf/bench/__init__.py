@@ -1,6 +1,6 @@
 """Benchmark of jax_mergepath against what JAX users write today, family by family.
 
-    python -m perf.bench [--family merge|sort|all] [--quick] [--cub PATH] [--json FILE]
+    python -m perf.bench [--family merge|batch|sort|topk|all] [--quick] [--cub PATH] [--json FILE]
                                   [--plot FILE.png] [--quiet]
     python -m perf.bench.plot results.json out.png    # re-plot a saved --json file
 
@@ -21,15 +21,18 @@ in the same run: cudaMemcpy device to device (through CuPy) on a GPU, numpy's co
 (the header says which). Speedups are baseline time / our time (> 1: we are faster).
 
 Baselines are JAX idioms: jnp.sort(concatenate) and a searchsorted + scatter merge, lax.sort,
-jnp.sort, jnp.argsort(stable=True), jnp.searchsorted (each method). References, same device,
-not baselines: torch.sort (when torch imports), numpy's stable sorts (CPU), CUB (--cub, GPU).
+jnp.sort, jnp.argsort(stable=True), jnp.searchsorted (each method); for top_k: lax.top_k, a
+descending sort then a slice (jnp.sort, jmp.sort) and jnp.argsort then a take. References, same
+device, not baselines: torch.sort (when torch imports), numpy's stable sorts (CPU), CUB (--cub,
+GPU), lax.approx_max_k (timed, not checked: it is approximate).
 
 The report goes to stdout; one progress line per case to stderr (--quiet: none).
 
 Modules: __main__ (entry), cli (flags), run (the run's order), config (sizes, timing knobs),
-cases_merge / cases_sort (the cases), case (check, time, result rows), checks, data, timing and
-trace (user-visible and kernel times), copyrate, memory (peak memory), cub (CUB peer), console
-(stdout report, stderr progress), report (tables, JSON), plot (matplotlib, optional).
+cases_merge / cases_batch / cases_sort / cases_topk (the cases), case (check, time, result
+rows), checks, data, timing and trace (user-visible and kernel times), copyrate, memory (peak
+memory), cub (CUB peer), console (stdout report, stderr progress), report (tables, JSON), plot
+(matplotlib, optional).
 """
 
 

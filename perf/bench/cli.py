@@ -18,10 +18,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m perf.bench",
         description="Benchmark jax_mergepath against JAX baselines (and torch / numpy / CUB "
                     "references): checks every result, then times kernel and user-visible time.")
-    p.add_argument("--family", choices=("merge", "batch", "sort", "all"), default="all",
+    p.add_argument("--family", choices=("merge", "batch", "sort", "topk", "all"), default="all",
                    help="which cases: merge (merge, merge_by_key), batch (vmapped merges of "
                         "many rows, full and ragged), sort (sort, argsort, sort_by_key, "
-                        "lax_sort, row sorts, searchsorted, peak memory) or all (default: all)")
+                        "lax_sort, row sorts, searchsorted, peak memory), topk (top_k against "
+                        "lax.top_k and sorts, with the thresholds' forced routes) or all "
+                        "(default: all)")
     p.add_argument("--case", action="append", default=None, metavar="TEXT",
                    help="run only the cases whose name contains TEXT (repeatable: any of them; "
                         "the others are built, then skipped)")

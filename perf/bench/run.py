@@ -17,6 +17,7 @@ from perf.bench.case import presorted_note, run_case
 from perf.bench.cases_batch import batch_cases
 from perf.bench.cases_merge import merge_cases
 from perf.bench.cases_sort import sort_family
+from perf.bench.cases_topk import topk_family
 from perf.bench.cli import parse_args
 from perf.bench.config import CPU_TIMING, GPU_SIZES, GPU_TIMING, Cfg, run_sizes
 from perf.bench.console import Progress, say
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_file(args.plot_from, args.plot)
         say(f"plot written to {args.plot}")
         return 0
-    families = ("merge", "batch", "sort") if args.family == "all" else (args.family,)
+    families = ("merge", "batch", "sort", "topk") if args.family == "all" else (args.family,)
     progress = Progress(0, enabled=not args.quiet)
     t_start = time.perf_counter()
 
@@ -172,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         builders += [("batch", b) for b in batch_cases(sizes["batch"], args.quick)]
     if "sort" in families:
         builders += [("sort", b) for b in sort_family(cfg, sizes, args.quick)]
+    if "topk" in families:
+        builders += [("topk", b) for b in topk_family(cfg.platform, sizes, args.quick)]
     progress.total = 0 if args.case else len(builders)
     rows = _run_cases(builders, cfg, cub_times, progress, args.case)
     if "sort" in families:

@@ -42,6 +42,8 @@ def main() -> int:
         "vmap sort": (jax.vmap(jmp.sort), (x,)),
         "searchsorted": (jmp.searchsorted, (np.sort(x, axis=-1), x[:, :100])),
         "is_sorted": (jmp.is_sorted, (x,)),
+        "top_k": (lambda x: jmp.top_k(x, 40), (x,)),
+        "vmap top_k smallest": (jax.vmap(lambda x: jmp.top_k(x, 9, largest=False)), (x,)),
     }
     failed = 0
     for name, (fn, args) in cases.items():

@@ -4,7 +4,8 @@ Tiled, rows and packed merges, float32 keys (FPU compares), every payload, desce
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
 rows, every sort payload, quad and eight-way passes, the wide block sorts (4- and 8-byte keys),
 searchsorted (binary and merge path, short rows in the rows kernel), the radix path (CUB,
-counting sort and scatter); sizes around the tiles; results are checked against numpy so a
+counting sort and scatter), top_k (a block a row, the grid with a block or the merge sort over
+its candidates, the exact path); sizes around the tiles; results are checked against numpy so a
 silent error also fails.
 
 Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
@@ -37,11 +38,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     assert jax.devices()[0].platform == "gpu", jax.devices()
     # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
-    # "wide64" (only those), "search" (searchsorted only), "radix" (the radix path only) or
-    # "passes" (the quad and eight-way passes only): racecheck of everything passes one device
-    # call's 10 minutes.
+    # "wide64" (only those), "search" (searchsorted only), "radix" (the radix path only),
+    # "passes" (the quad and eight-way passes only) or "topk" (top_k only): racecheck of
+    # everything passes one device call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
-    kinds = ("all", "base", "wide64", "search", "radix", "passes")
+    kinds = ("all", "base", "wide64", "search", "radix", "passes", "topk")
     if which not in kinds:
         sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected one of {', '.join(kinds)}")
     if which == "search":
@@ -50,6 +51,8 @@ def main() -> None:
         radix_cases(rng)
     if which == "passes":
         pass_cases(rng)
+    if which in ("all", "topk"):
+        topk_cases(rng)
     if which in ("all", "base"):
         base_cases(rng)
     if which in ("all", "wide64"):
@@ -210,6 +213,28 @@ def search_cases(rng: np.random.Generator) -> None:
         check(jmp.searchsorted(ra, np.sort(rq), side, sorted_v=True), want, "searchsorted rows")
         got = np.asarray(jmp.searchsorted(ra, rq, side, sorted_v=True))
         check(got.min() >= 0 and got.max() <= 500, True, "searchsorted rows unsorted v")
+
+
+def topk_cases(rng: np.random.Generator) -> None:
+    """top_k on every strategy (tuning/topk.h): a block a row (short and long rows, the exact
+    path on equal rows), the grid then a block over the candidates, the grid then the merge
+    sort of them (4-byte composites), the exact path forced (equal keys); against the CPU's."""
+    cpu = jax.devices("cpu")[0]
+
+    def same(x, k, largest=True):
+        got = jmp.top_k(x, k, largest=largest)
+        want = jmp.top_k(jax.device_put(x, cpu), k, largest=largest)
+        check(got[1], want[1], f"top_k indices {x.shape} k={k}")
+        check(np.asarray(got[0]).view(np.uint8), np.asarray(want[0]).view(np.uint8),
+              f"top_k values {x.shape} k={k}")
+
+    same(rng.standard_normal((300, 512)).astype(np.float32), 8)
+    same(rng.integers(-9, 9, (40, 20000)).astype(np.int32), 300, largest=False)
+    same(np.zeros((16, 4096), np.float32), 32)  # (the block's exact path)
+    x = rng.standard_normal(2**18).astype(np.float32)
+    same(x, 100)
+    same(x, 3000)
+    same(np.full(2**18, 7, np.int16), 10)  # (the grid's exact path)
 
 
 def wide64_cases(rng: np.random.Generator) -> None:

@@ -2,7 +2,9 @@
 // elements a call needs (merge_workspace_elements, sort_partition_elements,
 // radix_workspace_elements), which the handlers check the buffers against, and the per-row
 // bounds the lowering sizes them with (merge_workspace_bound, sort_workspace_bound,
-// radix_workspace_per_row), exported to Python by _cpu (ffi/handlers/cpu_module.cc). Sizes follow
+// radix_workspace_per_row; top_k's topk_layout, topk_workspace_per_row and
+// topk_workspace_bound), exported to Python by _cpu (ffi/handlers/cpu_module.cc,
+// topk_cpu_handler.cc). Sizes follow
 // the tiles of tuning/merge.h and tuning/sort.h and the radix path of tuning/radix.h; nothing here
 // is a knob but the CUB bound's two constants.
 #pragma once
@@ -15,6 +17,7 @@
 #include "jax_mergepath/tuning/merge.h"
 #include "jax_mergepath/tuning/radix.h"
 #include "jax_mergepath/tuning/sort.h"
+#include "jax_mergepath/tuning/topk.h"
 
 namespace jax_mergepath {
 
@@ -270,6 +273,134 @@ constexpr WorkspaceBound sort_workspace_bound(int key_bytes, PayloadKind payload
     bound.add(16, eight_way_shape(key_bytes, carried_bytes).tile);
     bound.add(2, block);
     bound.add_past(34, block);
+  }
+  return bound;
+}
+
+// ------------------------------------------------------------------ top_k
+// The CUDA call's workspace: one int32 array (*batch, per_row) sized at lowering; the handler
+// lays it out as regions of `rows` entries each (byte offsets below, 8-byte aligned) and checks
+// its size against `bytes`. The block strategy needs none. Sorted composites (kGridSort):
+// six buffers of 8 bytes a candidate (keys, values, outputs and spares of the sorts), the sort's
+// row flags and its partition workspace (tuning.h sort_partition_elements, the merge sort).
+struct TopkLayout {
+  TopkStrategy strategy;
+  int64_t capacity, tiles;  // a grid row's candidates and tiles
+  int64_t states, cand_keys, cand_indices, tile_ties;
+  int64_t sort_buffers[6];
+  int64_t row_flags, splits, splits_elements;
+  int64_t bytes;
+};
+
+constexpr int64_t topk_align8(int64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+// The merge sorts of the candidates (kGridSort): keys and payload of each (key_bytes of the
+// order key; 8: sorted by index, then by key).
+constexpr int64_t topk_sort_splits(int key_bytes, int64_t rows, int64_t capacity) {
+  if (key_bytes <= 4) return sort_partition_elements(8, PayloadKind::kNone, 0, rows, capacity);
+  const int64_t by_index = sort_partition_elements(4, PayloadKind::kValue, 8, rows, capacity);
+  const int64_t by_key = sort_partition_elements(8, PayloadKind::kValue, 4, rows, capacity);
+  return by_index > by_key ? by_index : by_key;
+}
+
+inline TopkLayout topk_layout(int key_bytes, int64_t k, int64_t rows, int64_t length) {
+  TopkLayout l{};
+  l.strategy = topk_strategy(k, length);
+  if (l.strategy == TopkStrategy::kNone || l.strategy == TopkStrategy::kBlock || rows <= 0) {
+    return l;
+  }
+  l.capacity = topk_grid_capacity(k, length);
+  l.tiles = ceil_div(length, kTopkTile);
+  int64_t at = 0;
+  auto region = [&](int64_t bytes_a_row) {
+    const int64_t start = at;
+    at += topk_align8(rows * bytes_a_row);
+    return start;
+  };
+  l.states = region(int64_t(sizeof(TopkRowState)));
+  l.cand_keys = region(l.capacity * key_bytes);
+  l.cand_indices = region(l.capacity * 4);
+  l.tile_ties = region(l.tiles * 4);
+  l.row_flags = l.splits = at;
+  if (l.strategy == TopkStrategy::kGridSort) {
+    for (int64_t& buffer : l.sort_buffers) buffer = region(l.capacity * 8);
+    l.row_flags = region(1);
+    l.splits_elements = topk_sort_splits(key_bytes, rows, l.capacity);
+    l.splits = at;
+    at += topk_align8(4 * l.splits_elements);
+  }
+  l.bytes = at;
+  return l;
+}
+
+// int32 elements a row of the workspace of rows of `length` keys, for any number of rows (a
+// shard of a batch-sharded call has its rows' part): rows * this >= topk_layout(...).bytes / 4.
+// Each region is rows x its bytes a row, 8-byte aligned (at most 8 bytes more, once a region:
+// 2 elements a row), and the sort's partition workspace is within its bound a row.
+inline int64_t topk_workspace_per_row(int key_bytes, int64_t k, int64_t length) {
+  const TopkStrategy strategy = topk_strategy(k, length);
+  if (strategy == TopkStrategy::kNone || strategy == TopkStrategy::kBlock) return 0;
+  const int64_t capacity = topk_grid_capacity(k, length);
+  int64_t bytes = int64_t(sizeof(TopkRowState)) + capacity * key_bytes + 8 + capacity * 4 + 8 +
+                  ceil_div(length, kTopkTile) * 4 + 8;
+  if (strategy == TopkStrategy::kGridSort) {
+    bytes += 6 * (capacity * 8 + 8) + 8 + 8;
+    const int64_t splits =
+        key_bytes <= 4
+            ? sort_workspace_bound(8, PayloadKind::kNone, 0).per_row(capacity)
+            : (sort_workspace_bound(4, PayloadKind::kValue, 8).per_row(capacity) >
+                       sort_workspace_bound(8, PayloadKind::kValue, 4).per_row(capacity)
+                   ? sort_workspace_bound(4, PayloadKind::kValue, 8).per_row(capacity)
+                   : sort_workspace_bound(8, PayloadKind::kValue, 4).per_row(capacity));
+    bytes += 4 * splits + 8;
+  }
+  return ceil_div(bytes, 4);
+}
+
+// A sort's workspace bound a row (tuning.h sort_workspace_bound) as `per_key` int32 a key plus
+// `constant`: its floor terms sum to at most L * sum(multiplier / divisor) <= per_key * L, its
+// at-most-one terms to at most the sum of their multipliers. (Fewer terms than the sort's own:
+// a WorkspaceBound holds eight.)
+struct TopkLinearBound {
+  int64_t per_key, constant;
+};
+
+constexpr TopkLinearBound topk_linear_bound(const WorkspaceBound& sort) {
+  int64_t constant = 0;
+  double share = 0.0;
+  for (int i = 0; i < sort.count; ++i) {
+    if (sort.terms[i].at_most_one) {
+      constant += sort.terms[i].multiplier;
+    } else {
+      share += double(sort.terms[i].multiplier) / double(sort.terms[i].divisor);
+    }
+  }
+  const int64_t per_key = static_cast<int64_t>(share) + (share > double(int64_t(share)) ? 1 : 0);
+  return {per_key, constant};
+}
+
+// The same as a bound for every length (a symbolic axis of jax.export): (multiplier, divisor,
+// at_most_one) terms of the length L (tuning.h WorkspaceBound): the state and the regions'
+// alignment (a constant for rows of at least one key), the candidates (at most L, of key_bytes
+// + 4 bytes), the tiles' tie counts and, for k past kTopkFinalMaxK, the sorts' buffers, row flag
+// and partition workspace (both sorts' for 8-byte keys).
+inline WorkspaceBound topk_workspace_bound(int key_bytes, int64_t k) {
+  WorkspaceBound bound;
+  bound.add_past(ceil_div(int64_t(sizeof(TopkRowState)) + 16 * 8, 4), 0);
+  bound.add(ceil_div(key_bytes + 4, 4), 1);
+  bound.add(1, kTopkTile);  // ceil(L / tile) <= floor(L / tile) + 1
+  bound.add_past(1, 0);
+  if (k > kTopkFinalMaxK) {
+    bound.add(12, 1);  // six buffers of 8 bytes a candidate
+    bound.add_past(1, 0);  // the row flag
+    const TopkLinearBound a = topk_linear_bound(
+        key_bytes <= 4 ? sort_workspace_bound(8, PayloadKind::kNone, 0)
+                       : sort_workspace_bound(4, PayloadKind::kValue, 8));
+    const TopkLinearBound b = topk_linear_bound(
+        key_bytes <= 4 ? sort_workspace_bound(8, PayloadKind::kNone, 0)
+                       : sort_workspace_bound(8, PayloadKind::kValue, 4));
+    bound.add(a.per_key > b.per_key ? a.per_key : b.per_key, 1);
+    bound.add_past(a.constant > b.constant ? a.constant : b.constant, 0);
   }
   return bound;
 }

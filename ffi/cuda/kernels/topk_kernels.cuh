@@ -1,0 +1,703 @@
+// topk_kernels.cuh (level: kernels): the CUDA top_k kernels (topk.h's result; tuning/topk.h's
+// strategies):
+//   * block level: block_radix_select (the k-th largest order key of a set, digit by digit in
+//     shared memory), block_topk (a row's k first: a sampled threshold, the keys >= it appended to
+//     a shared buffer as the row streams by, or the exact path; then a bitonic sort of the buffer
+//     by (order key descending, index ascending));
+//   * topk_rows_kernel: block_topk, a block a row (the block strategy);
+//   * the grid of a long row: topk_sample_kernel, topk_filter_kernel, topk_decide_kernel, the
+//     exact path's topk_radix_pass_kernel, topk_tie_count_kernel, topk_tie_scan_kernel,
+//     topk_tie_write_kernel (they return at once for rows that do not need it), then
+//     topk_final_kernel (block_topk over the candidates) or topk_compose_kernel, the merge sort
+//     and topk_emit_kernel.
+// Order keys are made as keys load (TopkOrder::key); values are written as the keys' own bits,
+// read at the result's indices. Every kernel starts with grid_prologue() (grid_launch.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../block/block_scan.cuh"
+#include "../block/grid_launch.cuh"
+#include "jax_mergepath/topk.h"
+#include "jax_mergepath/tuning/topk.h"
+
+namespace jax_mergepath {
+namespace topk {
+
+inline constexpr unsigned kFullMask = 0xffffffffu;
+
+// Scalars a block shares (static shared memory).
+struct BlockScalars {
+  int count;  // candidates appended
+  int digit;  // a radix pass's digit
+  int above;  // keys in the digits above it
+  int last;   // the block is the last of its row (grid radix passes)
+};
+
+// ------------------------------------------------------------------ the digit of a histogram
+
+// Warp 0 (every lane calls it): the digit d of `bins` (read by bin(b)) such that the counts of
+// the digits above d are fewer than `remaining` and with d's at least `remaining`, and that count
+// above; lane 0 writes them to sc.digit / sc.above. The bins' total must be >= remaining.
+template <int kBins, typename Bin>
+__device__ void warp_find_digit(const Bin& bin, int remaining, BlockScalars& sc) {
+  static_assert(kBins % 32 == 0, "whole bins a lane");
+  constexpr int kPer = kBins / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  int sum = 0;
+  for (int j = 0; j < kPer; ++j) sum += bin(kBins - 1 - (lane * kPer + j));
+  const int inclusive = warp_inclusive_sum(sum);
+  const unsigned reached = __ballot_sync(kFullMask, inclusive >= remaining);
+  const int first = reached ? __ffs(reached) - 1 : 31;
+  if (lane == first) {
+    int before = inclusive - sum;
+    int digit = kBins - 1 - (lane * kPer + kPer - 1);
+    for (int j = 0; j < kPer; ++j) {
+      const int b = kBins - 1 - (lane * kPer + j);
+      const int c = bin(b);
+      if (before + c >= remaining) {
+        digit = b;
+        break;
+      }
+      before += c;
+    }
+    sc.digit = digit;
+    sc.above = before;
+  }
+}
+
+// The digit of kBits at `shift` (width bits: the last digit of a key may be narrower).
+template <typename Bits>
+__device__ __forceinline__ Bits digit_mask(int width) {
+  return static_cast<Bits>((uint64_t{1} << width) - 1);
+}
+
+// The bits above the digit at shift + width.
+template <typename Bits>
+__device__ __forceinline__ Bits high_mask(int top) {
+  return top >= 8 * int(sizeof(Bits)) ? Bits(0) : static_cast<Bits>(~Bits(0) << top);
+}
+
+// ------------------------------------------------------------------ block radix select
+
+// The k-th largest (1 <= k <= count) of the order keys key_at(p), p < count, and how many keys
+// equal to it are among the k largest (`need`), for every thread. Digits of kBits from the top;
+// hist holds 1 << kBits ints (shared memory). Ends with a __syncthreads.
+template <typename Bits, int kThreads, int kBits, typename KeyAt>
+__device__ void block_radix_select(int64_t count, int k, const KeyAt& key_at, int* hist,
+                                   BlockScalars& sc, Bits& kth, int& need) {
+  constexpr int kBins = 1 << kBits;
+  constexpr int kWidth = 8 * int(sizeof(Bits));
+  Bits prefix = Bits(0);
+  int remaining = k;
+  for (int top = kWidth; top > 0; top -= kBits) {
+    const int shift = top > kBits ? top - kBits : 0;
+    const int width = top - shift;
+    const Bits above_mask = high_mask<Bits>(top);
+    const Bits dmask = digit_mask<Bits>(width);
+    for (int b = threadIdx.x; b < kBins; b += kThreads) hist[b] = 0;
+    __syncthreads();
+    for (int64_t p = threadIdx.x; p < count; p += kThreads) {
+      const Bits u = key_at(p);
+      if ((u & above_mask) == prefix) atomicAdd(&hist[(u >> shift) & dmask], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) warp_find_digit<kBins>([&](int b) { return hist[b]; }, remaining, sc);
+    __syncthreads();
+    prefix = static_cast<Bits>(prefix | static_cast<Bits>(static_cast<Bits>(sc.digit) << shift));
+    remaining -= sc.above;
+    __syncthreads();  // (sc and hist are written again by the next digit)
+  }
+  kth = prefix;
+  need = remaining;
+}
+
+// ------------------------------------------------------------------ sources of (key, index)
+
+// A row of keys: the order key of position p, its index p, the bits at an index.
+template <typename Bits>
+struct RowSource {
+  const Bits* row;
+  TopkOrder<Bits> order;
+  __device__ Bits key(int64_t p) const { return order.key(__ldg(row + p)); }
+  __device__ int32_t index(int64_t p) const { return static_cast<int32_t>(p); }
+  __device__ Bits value(int32_t i) const { return __ldg(row + i); }
+};
+
+// A grid row's candidates: (order key, index) pairs; the bits at an index are the row's.
+template <typename Bits>
+struct CandidateSource {
+  const Bits* keys;
+  const int32_t* indices;
+  const Bits* row;
+  __device__ Bits key(int64_t p) const { return keys[p]; }
+  __device__ int32_t index(int64_t p) const { return indices[p]; }
+  __device__ Bits value(int32_t i) const { return __ldg(row + i); }
+};
+
+// block_topk's shared memory: cap order keys, max_samples samples, cap indices and the
+// histogram, carved from the dynamic buffer in that order (every part stays aligned: cap and
+// max_samples are powers of two of at least 64).
+template <typename Bits>
+struct BlockBuffers {
+  Bits* keys;
+  Bits* samples;
+  int32_t* indices;
+  int* hist;
+  __device__ BlockBuffers(unsigned char* shared, int cap, int max_samples)
+      : keys(reinterpret_cast<Bits*>(shared)),
+        samples(reinterpret_cast<Bits*>(shared + int64_t{cap} * sizeof(Bits))),
+        indices(reinterpret_cast<int32_t*>(shared + int64_t{cap + max_samples} * sizeof(Bits))),
+        hist(reinterpret_cast<int*>(shared + int64_t{cap + max_samples} * sizeof(Bits) +
+                                    int64_t{cap} * 4)) {}
+};
+
+// Sorts buf's first `count` pairs (count <= cap, cap a power of two) by (order key descending,
+// index ascending): a bitonic network over the next power of two, padded with pairs that sort
+// last (key 0, index INT32_MAX: a real pair of key 0 has a smaller index).
+template <typename Bits, int kThreads>
+__device__ void block_bitonic_sort(const BlockBuffers<Bits>& buf, int count) {
+  int padded = 1;
+  while (padded < count) padded <<= 1;
+  for (int p = count + threadIdx.x; p < padded; p += kThreads) {
+    buf.keys[p] = Bits(0);
+    buf.indices[p] = 0x7fffffff;
+  }
+  __syncthreads();
+  for (int size = 2; size <= padded; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < padded / 2; t += kThreads) {
+        const int i = 2 * t - (t & (stride - 1));
+        const int j = i + stride;
+        const bool up = (i & size) == 0;
+        const Bits ui = buf.keys[i], uj = buf.keys[j];
+        const int32_t ii = buf.indices[i], ij = buf.indices[j];
+        if (topk_before(uj, ij, ui, ii) == up) {
+          buf.keys[i] = uj;
+          buf.keys[j] = ui;
+          buf.indices[i] = ij;
+          buf.indices[j] = ii;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// The exact path of a block: the k-th order key by a radix select of the source, then the keys
+// above it (any order) and, in index order, the first `need` keys equal to it, into buf: exactly
+// k pairs.
+template <typename Bits, int kThreads, typename Source>
+__device__ void block_exact(const Source& src, int64_t len, int k, const BlockBuffers<Bits>& buf,
+                            BlockScalars& sc, BlockScanStorage<int, kThreads>& scan) {
+  Bits kth;
+  int need;
+  block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
+      len, k, [&](int64_t p) { return src.key(p); }, buf.hist, sc, kth, need);
+  const int greater = k - need;
+  if (threadIdx.x == 0) sc.count = 0;
+  __syncthreads();
+  int ties = 0;  // keys equal to kth before this round (every thread holds the same)
+  for (int64_t base = 0; base < len; base += kThreads) {
+    const int64_t p = base + threadIdx.x;
+    const bool valid = p < len;
+    const Bits u = valid ? src.key(p) : Bits(0);
+    const bool gt = valid && u > kth;
+    const bool eq = valid && u == kth;
+    if (gt) {
+      const int at = atomicAdd(&sc.count, 1);
+      buf.keys[at] = u;
+      buf.indices[at] = src.index(p);
+    }
+    int total = 0;
+    const int ordinal = block_exclusive_sum<int, kThreads>(eq ? 1 : 0, total, scan);
+    if (eq && ties + ordinal < need) {
+      buf.keys[greater + ties + ordinal] = u;
+      buf.indices[greater + ties + ordinal] = src.index(p);
+    }
+    ties += total;
+    __syncthreads();  // (the scan's storage)
+  }
+}
+
+// The k first (order key descending, index ascending) of src's len pairs (1 <= k <= len,
+// k <= cap) into out_values / out_indices; every thread of the block calls it. A source that
+// fits the buffer is sorted whole; otherwise a sampled threshold (s samples, their r-th largest)
+// keeps the keys >= it, appended a warp at a time as the source streams by (kTopkBlockUnroll
+// loads in flight a thread), and the exact path runs when fewer than k or more than cap were
+// kept. Ends with a __syncthreads.
+template <typename Bits, int kThreads, typename Source>
+__device__ void block_topk(const Source& src, int64_t len, int k, int cap, int max_samples,
+                           const BlockBuffers<Bits>& buf, BlockScalars& sc,
+                           BlockScanStorage<int, kThreads>& scan, Bits* out_values,
+                           int32_t* out_indices) {
+  int count = 0;
+  if (len <= cap) {
+    for (int64_t p = threadIdx.x; p < len; p += kThreads) {
+      buf.keys[p] = src.key(p);
+      buf.indices[p] = src.index(p);
+    }
+    count = static_cast<int>(len);
+    __syncthreads();
+  } else {
+    int64_t s = topk_block_samples(len);
+    s = s < max_samples ? s : max_samples;
+    const int r = static_cast<int>(topk_sample_rank(k, len, s));
+    for (int64_t j = threadIdx.x; j < s; j += kThreads) {
+      buf.samples[j] = src.key(topk_sample_position(j, len, s));
+    }
+    __syncthreads();
+    Bits threshold;
+    int unused;
+    block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
+        s, r, [&](int64_t j) { return buf.samples[j]; }, buf.hist, sc, threshold, unused);
+    if (threadIdx.x == 0) sc.count = 0;
+    __syncthreads();
+    const int lane = static_cast<int>(threadIdx.x & 31u);
+    const unsigned lower_lanes = (1u << lane) - 1u;
+    for (int64_t base = 0; base < len; base += int64_t{kThreads} * kTopkBlockUnroll) {
+      Bits u[kTopkBlockUnroll];
+#pragma unroll
+      for (int i = 0; i < kTopkBlockUnroll; ++i) {
+        const int64_t p = base + int64_t{i} * kThreads + threadIdx.x;
+        u[i] = p < len ? src.key(p) : Bits(0);
+      }
+#pragma unroll
+      for (int i = 0; i < kTopkBlockUnroll; ++i) {
+        const int64_t p = base + int64_t{i} * kThreads + threadIdx.x;
+        const bool take = p < len && u[i] >= threshold;
+        const unsigned ballot = __ballot_sync(kFullMask, take);
+        if (ballot != 0u) {
+          const int leader = __ffs(ballot) - 1;
+          int at = 0;
+          if (lane == leader) at = atomicAdd(&sc.count, __popc(ballot));
+          at = __shfl_sync(kFullMask, at, leader) + __popc(ballot & lower_lanes);
+          if (take && at < cap) {
+            buf.keys[at] = u[i];
+            buf.indices[at] = src.index(p);
+          }
+        }
+      }
+      // Past the buffer already: the exact path runs anyway (a warp-uniform exit).
+      int seen = 0;
+      if (lane == 0) seen = *static_cast<volatile int*>(&sc.count);
+      if (__shfl_sync(kFullMask, seen, 0) > cap) break;
+    }
+    __syncthreads();
+    count = sc.count;
+    __syncthreads();
+    if (count < k || count > cap) {
+      block_exact<Bits, kThreads>(src, len, k, buf, sc, scan);
+      count = k;
+    }
+  }
+  block_bitonic_sort<Bits, kThreads>(buf, count);
+  for (int j = threadIdx.x; j < k; j += kThreads) {
+    const int32_t index = buf.indices[j];
+    out_indices[j] = index;
+    out_values[j] = src.value(index);
+  }
+  __syncthreads();
+}
+
+// ------------------------------------------------------------------ the block strategy
+
+// A block a row: block_topk of the row (buffer of `cap`, `max_samples` samples).
+template <typename Bits, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    topk_rows_kernel(TopkCall call, TopkOrder<Bits> order, int cap, int max_samples) {
+  grid_prologue();
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ BlockScalars sc;
+  __shared__ BlockScanStorage<int, kThreads> scan;
+  const BlockBuffers<Bits> buf(shared, cap, max_samples);
+  const Bits* keys = static_cast<const Bits*>(call.keys);
+  Bits* values = static_cast<Bits*>(call.out_values);
+  const int k = static_cast<int>(call.k);
+  for (int64_t row = blockIdx.x; row < call.rows; row += gridDim.x) {
+    const RowSource<Bits> src{keys + row * call.length, order};
+    block_topk<Bits, kThreads>(src, call.length, k, cap, max_samples, buf, sc, scan,
+                               values + row * call.k, call.out_indices + row * call.k);
+  }
+}
+
+// ------------------------------------------------------------------ the grid of a row
+
+// Where a grid call's rows keep their state and candidates (tuning/workspace.h TopkLayout).
+template <typename Bits>
+struct GridRows {
+  TopkRowState* states;
+  Bits* cand_keys;         // rows x capacity
+  int32_t* cand_indices;   // rows x capacity
+  int32_t* tile_ties;      // rows x tiles
+  int64_t capacity, tiles;
+};
+
+// 1. A block a row: kTopkGridSamples samples (fewer in a short row), the threshold their
+// rank-th largest; the row's state reset.
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkSampleThreads)
+    topk_sample_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g, int64_t samples,
+                       int rank) {
+  grid_prologue();
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ BlockScalars sc;
+  constexpr int kBins = 1 << kTopkBlockRadixBits;
+  int* hist = reinterpret_cast<int*>(shared);  // (first: aligned whatever the samples' count)
+  Bits* sample = reinterpret_cast<Bits*>(shared + kBins * 4);
+  const int64_t row = blockIdx.x;
+  const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
+  for (int64_t j = threadIdx.x; j < samples; j += kTopkSampleThreads) {
+    sample[j] = order.key(__ldg(x + topk_sample_position(j, call.length, samples)));
+  }
+  __syncthreads();
+  Bits threshold;
+  int unused;
+  block_radix_select<Bits, kTopkSampleThreads, kTopkBlockRadixBits>(
+      samples, rank, [&](int64_t j) { return sample[j]; }, hist, sc, threshold, unused);
+  TopkRowState& st = g.states[row];
+  if (threadIdx.x == 0) {
+    st.threshold = threshold;
+    st.prefix = 0;
+    st.count = 0;
+    st.exact = 0;
+    st.need = static_cast<int32_t>(call.k);
+    st.above = 0;
+    st.ticket = 0;
+  }
+  for (int b = threadIdx.x; b < (1 << kTopkRadixBits); b += kTopkSampleThreads) st.hist[b] = 0;
+}
+
+// The order keys of a tile's keys, kTopkFilterItems a thread, strided by the block (coalesced):
+// item i of thread t is key tile * kTopkTile + i * kTopkFilterThreads + t; past the row: valid
+// false.
+template <typename Bits>
+__device__ __forceinline__ void load_tile(const Bits* x, int64_t length, int64_t tile,
+                                          TopkOrder<Bits> order, Bits (&u)[kTopkFilterItems],
+                                          bool (&valid)[kTopkFilterItems]) {
+  const int64_t start = tile * kTopkTile + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kTopkFilterItems; ++i) {
+    const int64_t p = start + int64_t{i} * kTopkFilterThreads;
+    valid[i] = p < length;
+    u[i] = valid[i] ? order.key(__ldg(x + p)) : Bits(0);
+  }
+}
+
+__device__ __forceinline__ int64_t tile_key(int64_t tile, int i) {
+  return tile * kTopkTile + int64_t{i} * kTopkFilterThreads + threadIdx.x;
+}
+
+// 2. A block a tile (row-major over rows x tiles): the keys >= the row's threshold, counted, a
+// block scan for their places, one atomic a block for the block's first place among the row's
+// candidates (written while below the capacity).
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFilterThreads)
+    topk_filter_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g) {
+  grid_prologue();
+  __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
+  __shared__ int first;
+  const int64_t row = blockIdx.x / g.tiles, tile = blockIdx.x % g.tiles;
+  const Bits threshold = static_cast<Bits>(g.states[row].threshold);
+  const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
+  Bits u[kTopkFilterItems];
+  bool valid[kTopkFilterItems];
+  load_tile(x, call.length, tile, order, u, valid);
+  int mine = 0;
+#pragma unroll
+  for (int i = 0; i < kTopkFilterItems; ++i) mine += valid[i] && u[i] >= threshold;
+  if (!__syncthreads_or(mine > 0)) return;
+  int total = 0;
+  int at = block_exclusive_sum<int, kTopkFilterThreads>(mine, total, scan);
+  if (threadIdx.x == 0) first = atomicAdd(&g.states[row].count, total);
+  __syncthreads();
+  at += first;
+  Bits* keys = g.cand_keys + row * g.capacity;
+  int32_t* indices = g.cand_indices + row * g.capacity;
+#pragma unroll
+  for (int i = 0; i < kTopkFilterItems; ++i) {
+    if (valid[i] && u[i] >= threshold) {
+      if (at < g.capacity) {
+        keys[at] = u[i];
+        indices[at] = static_cast<int32_t>(tile_key(tile, i));
+      }
+      ++at;
+    }
+  }
+}
+
+// 3. A thread a row: the exact path for rows with fewer than k candidates or more than the
+// capacity.
+__global__ void topk_decide_kernel(TopkRowState* states, int64_t rows, int64_t k,
+                                   int64_t capacity) {
+  grid_prologue();
+  const int64_t row = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  TopkRowState& st = states[row];
+  st.exact = st.count < k || st.count > capacity ? 1 : 0;
+}
+
+// The exact path's kernels run `per_row` blocks a row: block b takes the tiles b % per_row,
+// b % per_row + per_row, ... of the rows b / per_row, b / per_row + gridDim.x / per_row, ...
+// (gridDim.x a multiple of per_row); a row that does not take the exact path is skipped at once.
+__device__ __forceinline__ int64_t first_row(int64_t per_row) { return blockIdx.x / per_row; }
+__device__ __forceinline__ int64_t row_step(int64_t per_row) { return gridDim.x / per_row; }
+__device__ __forceinline__ int64_t first_tile(int64_t per_row) { return blockIdx.x % per_row; }
+
+// 4. One radix pass of kTopkRadixBits at `shift` (width bits) over the flagged rows: the
+// block's histogram of the keys matching the prefix, added to the row's; the row's last block
+// picks the digit (the row's histogram and ticket reset for the next pass).
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFilterThreads)
+    topk_radix_pass_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g,
+                           int64_t per_row, int shift, int width) {
+  grid_prologue();
+  constexpr int kBins = 1 << kTopkRadixBits;
+  __shared__ int hist[kBins];
+  __shared__ BlockScalars sc;
+  const Bits above_mask = high_mask<Bits>(shift + width);
+  const Bits dmask = digit_mask<Bits>(width);
+  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
+    TopkRowState& st = g.states[row];
+    if (!st.exact) continue;
+    const Bits prefix = static_cast<Bits>(st.prefix);
+    for (int b = threadIdx.x; b < kBins; b += kTopkFilterThreads) hist[b] = 0;
+    __syncthreads();
+    const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
+    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
+      Bits u[kTopkFilterItems];
+      bool valid[kTopkFilterItems];
+      load_tile(x, call.length, tile, order, u, valid);
+#pragma unroll
+      for (int i = 0; i < kTopkFilterItems; ++i) {
+        if (valid[i] && (u[i] & above_mask) == prefix) {
+          atomicAdd(&hist[(u[i] >> shift) & dmask], 1);
+        }
+      }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kBins; b += kTopkFilterThreads) {
+      if (hist[b] != 0) atomicAdd(&st.hist[b], hist[b]);
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      sc.last = atomicAdd(&st.ticket, 1) == static_cast<int>(per_row) - 1 ? 1 : 0;
+    }
+    __syncthreads();
+    if (sc.last) {
+      __threadfence();
+      volatile int* row_hist = st.hist;
+      if (threadIdx.x < 32) {
+        warp_find_digit<kBins>([&](int b) { return row_hist[b]; }, st.need, sc);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        st.prefix = static_cast<uint64_t>(
+            static_cast<Bits>(prefix | static_cast<Bits>(static_cast<Bits>(sc.digit) << shift)));
+        st.need -= sc.above;
+        st.ticket = 0;
+      }
+      for (int b = threadIdx.x; b < kBins; b += kTopkFilterThreads) st.hist[b] = 0;
+    }
+    __syncthreads();
+  }
+}
+
+// A row on the exact path: its state, its k-th order key (the radix passes' prefix), its keys,
+// its candidates and its tiles' tie counts.
+template <typename Bits>
+struct FlaggedRow {
+  TopkRowState& st;
+  Bits kth;
+  const Bits* x;
+  Bits* keys;
+  int32_t* indices;
+  int32_t* ties;
+};
+
+template <typename Bits>
+__device__ FlaggedRow<Bits> flagged_row(const TopkCall& call, const GridRows<Bits>& g,
+                                        int64_t row) {
+  TopkRowState& st = g.states[row];
+  return {st, static_cast<Bits>(st.prefix),
+          static_cast<const Bits*>(call.keys) + row * call.length, g.cand_keys + row * g.capacity,
+          g.cand_indices + row * g.capacity, g.tile_ties + row * g.tiles};
+}
+
+// body(the row) for every row on the exact path among this block's (per_row blocks a row); a row
+// off it is skipped at once (uniform: every thread reads the same flag).
+template <typename Bits, typename Body>
+__device__ void each_flagged_row(const TopkCall& call, const GridRows<Bits>& g, int64_t per_row,
+                                 const Body& body) {
+  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
+    if (g.states[row].exact) body(flagged_row(call, g, row));
+  }
+}
+
+// 5. A flagged row's tiles: the keys above the k-th (in any order, one atomic a block) to the
+// front of the candidates, and each tile's count of keys equal to it.
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFilterThreads)
+    topk_tie_count_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g,
+                          int64_t per_row) {
+  grid_prologue();
+  __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
+  __shared__ int first;
+  each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
+    const Bits kth = r.kth;
+    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
+      Bits u[kTopkFilterItems];
+      bool valid[kTopkFilterItems];
+      load_tile(r.x, call.length, tile, order, u, valid);
+      int above = 0, equal = 0;
+#pragma unroll
+      for (int i = 0; i < kTopkFilterItems; ++i) {
+        above += valid[i] && u[i] > kth;
+        equal += valid[i] && u[i] == kth;
+      }
+      int total = 0;
+      int at = block_exclusive_sum<int, kTopkFilterThreads>(above, total, scan);
+      __syncthreads();
+      int ties = 0;
+      block_exclusive_sum<int, kTopkFilterThreads>(equal, ties, scan);
+      if (threadIdx.x == 0) {
+        r.ties[tile] = ties;
+        first = total > 0 ? atomicAdd(&r.st.above, total) : 0;
+      }
+      __syncthreads();
+      at += first;
+#pragma unroll
+      for (int i = 0; i < kTopkFilterItems; ++i) {
+        if (valid[i] && u[i] > kth) {
+          r.keys[at] = u[i];
+          r.indices[at] = static_cast<int32_t>(tile_key(tile, i));
+          ++at;
+        }
+      }
+    }
+  });
+}
+
+// 6. A block a flagged row: the tiles' tie counts made exclusive prefixes (in place); the row's
+// candidates will be k.
+__global__ void __launch_bounds__(kTopkSampleThreads)
+    topk_tie_scan_kernel(TopkRowState* states, int32_t* tile_ties, int64_t rows, int64_t tiles,
+                         int64_t k) {
+  grid_prologue();
+  __shared__ BlockScanStorage<int, kTopkSampleThreads> scan;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    TopkRowState& st = states[row];
+    if (!st.exact) continue;
+    int32_t* ties = tile_ties + row * tiles;
+    int carry = 0;
+    for (int64_t base = 0; base < tiles; base += kTopkSampleThreads) {
+      const int64_t t = base + threadIdx.x;
+      const int mine = t < tiles ? ties[t] : 0;
+      int total = 0;
+      const int before = block_exclusive_sum<int, kTopkSampleThreads>(mine, total, scan);
+      if (t < tiles) ties[t] = carry + before;
+      carry += total;
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) st.count = static_cast<int32_t>(k);
+  }
+}
+
+// 7. A flagged row's tiles: the keys equal to the k-th, in index order, while their rank among
+// the row's is below `need`, after the keys above it.
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFilterThreads)
+    topk_tie_write_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g,
+                          int64_t per_row) {
+  grid_prologue();
+  __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
+  each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
+    const int need = r.st.need;
+    const int greater = static_cast<int>(call.k) - need;
+    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
+      int rank = r.ties[tile];
+      if (rank >= need) continue;  // (uniform: every thread reads the same count)
+      for (int i = 0; i < kTopkFilterItems; ++i) {
+        const int64_t p = tile_key(tile, i);
+        const bool eq = p < call.length && order.key(__ldg(r.x + p)) == r.kth;
+        int total = 0;
+        const int ordinal = block_exclusive_sum<int, kTopkFilterThreads>(eq ? 1 : 0, total, scan);
+        if (eq && rank + ordinal < need) {
+          r.keys[greater + rank + ordinal] = r.kth;
+          r.indices[greater + rank + ordinal] = static_cast<int32_t>(p);
+        }
+        rank += total;
+        __syncthreads();
+      }
+    }
+  });
+}
+
+// 8a. k <= kTopkFinalMaxK: a block a row, block_topk over the row's candidates.
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFinalThreads)
+    topk_final_kernel(TopkCall call, GridRows<Bits> g) {
+  grid_prologue();
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ BlockScalars sc;
+  __shared__ BlockScanStorage<int, kTopkFinalThreads> scan;
+  const BlockBuffers<Bits> buf(shared, kTopkBlockMaxCap, kTopkBlockMaxSamples);
+  const int64_t row = blockIdx.x;
+  const CandidateSource<Bits> src{g.cand_keys + row * g.capacity,
+                                  g.cand_indices + row * g.capacity,
+                                  static_cast<const Bits*>(call.keys) + row * call.length};
+  const int64_t count = g.states[row].count;
+  block_topk<Bits, kTopkFinalThreads>(src, count, static_cast<int>(call.k), kTopkBlockMaxCap,
+                                      kTopkBlockMaxSamples, buf, sc, scan,
+                                      static_cast<Bits*>(call.out_values) + row * call.k,
+                                      call.out_indices + row * call.k);
+}
+
+// 8b. Larger k: the candidates as keys of the merge sort (ascending), `capacity` a row, the
+// places past the row's count padded to sort last. Keys of up to 4 bytes: one uint64 a
+// candidate, (complemented order key) << 32 | index; 8-byte keys: the index (uint32, to sort by
+// first) and the order key (uint64, the value).
+template <typename Bits>
+__global__ void topk_compose_kernel(GridRows<Bits> g, int64_t rows, uint64_t* composite,
+                                    uint32_t* by_index, uint64_t* keys_of) {
+  grid_prologue();
+  const int64_t at = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (at >= rows * g.capacity) return;
+  const int64_t row = at / g.capacity, p = at % g.capacity;
+  const bool real = p < g.states[row].count;
+  const Bits key = real ? g.cand_keys[at] : Bits(0);
+  const uint32_t index = real ? static_cast<uint32_t>(g.cand_indices[at]) : 0xffffffffu;
+  if constexpr (sizeof(Bits) <= 4) {
+    (void)by_index;
+    (void)keys_of;
+    composite[at] = real ? (static_cast<uint64_t>(static_cast<Bits>(~key)) << 32) | index
+                         : ~uint64_t{0};
+  } else {
+    (void)composite;
+    by_index[at] = index;
+    keys_of[at] = key;
+  }
+}
+
+// 8c. The first k of the sorted candidates: their indices (the low half of the composite, or the
+// sort's index payload) and the bits at them.
+template <typename Bits>
+__global__ void topk_emit_kernel(TopkCall call, int64_t capacity, const uint64_t* composite,
+                                 const uint32_t* indices) {
+  grid_prologue();
+  const int64_t at = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (at >= call.rows * call.k) return;
+  const int64_t row = at / call.k, j = at % call.k;
+  const int64_t from = row * capacity + j;
+  const int32_t index = static_cast<int32_t>(
+      sizeof(Bits) <= 4 ? static_cast<uint32_t>(composite[from]) : indices[from]);
+  call.out_indices[at] = index;
+  static_cast<Bits*>(call.out_values)[at] =
+      __ldg(static_cast<const Bits*>(call.keys) + row * call.length + index);
+}
+
+}  // namespace topk
+}  // namespace jax_mergepath

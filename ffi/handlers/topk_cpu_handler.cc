@@ -1,0 +1,89 @@
+// topk_cpu_handler.cc (level: FFI handlers): the CPU handler of jmp_top_k (topk_ffi.h) and the _cpu
+// module's top_k hooks: the tuning table (tuning/topk.h, tuning/workspace.h) that the lowering
+// sizes the CUDA workspace and picks the route with, and the tests check (add_topk_hooks, called by
+// cpu_module.cc).
+#include <nanobind/nanobind.h>
+
+#include <new>
+
+#include "../cpu/topk_cpu.h"
+#include "jax_mergepath/tuning/topk.h"
+#include "jax_mergepath/tuning/workspace.h"
+#include "topk_ffi.h"
+#include "topk_hooks.h"
+
+namespace jax_mergepath {
+namespace {
+
+ffi::Error TopkCpuImpl(ffi::AnyBuffer keys, ffi::Result<ffi::AnyBuffer> values,
+                       ffi::Result<ffi::AnyBuffer> indices, ffi::RemainingRets extra, int64_t k,
+                       bool largest, int64_t key_class) {
+  auto call = decode_top_k(keys, values, indices, k, largest, key_class);
+  if (!call.has_value()) return call.error();
+  if (!extra.empty()) return invalid("top_k", "unexpected extra results");
+  bool done = false;
+  try {
+    done = topk_cpu(*call);
+  } catch (...) {  // (the entry reserves its buffers before any thread starts)
+    done = false;
+  }
+  if (!done) return ffi::Error::Internal("jax_mergepath.top_k: out of host memory");
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_top_k_cpu, TopkCpuImpl, bind_top_k(ffi::Ffi::Bind()));
+
+}  // namespace jax_mergepath
+
+namespace nb = nanobind;
+
+void add_topk_hooks(nb::module_& m) {
+  namespace jmp = jax_mergepath;
+  m.def(
+      "topk_workspace_per_row",
+      [](int key_bytes, int64_t k, int64_t length) {
+        return jmp::topk_workspace_per_row(key_bytes, k, length);
+      },
+      "int32 elements a row of the CUDA top_k's workspace for rows of `length` keys, whatever "
+      "the number of rows (tuning/workspace.h)");
+  m.def(
+      "topk_workspace_bound",
+      [](int key_bytes, int64_t k) {
+        const jmp::WorkspaceBound bound = jmp::topk_workspace_bound(key_bytes, k);
+        nb::list terms;
+        for (int i = 0; i < bound.count; ++i) {
+          const jmp::WorkspaceTerm& term = bound.terms[i];
+          terms.append(nb::make_tuple(term.multiplier, term.divisor, term.at_most_one));
+        }
+        return terms;
+      },
+      "[(multiplier, divisor, at_most_one), ...]: the same as a bound for any length L (a "
+      "symbolic axis), as tuning.h's workspace bounds");
+  m.def(
+      "topk_workspace_bytes",
+      [](int key_bytes, int64_t k, int64_t rows, int64_t length) {
+        return jmp::topk_layout(key_bytes, k, rows, length).bytes;
+      },
+      "bytes of the CUDA top_k's workspace a call of rows x length keys lays out (test hook of "
+      "the exact size)");
+  m.def(
+      "topk_strategy",
+      [](int64_t k, int64_t length) { return static_cast<int>(jmp::topk_strategy(k, length)); },
+      "the CUDA top_k's strategy for rows of `length` keys: 0 none, 1 a block a row, 2 the "
+      "grid then a block, 3 the grid then the merge sort of the candidates");
+  m.def("topk_grid_capacity", &jmp::topk_grid_capacity,
+        "candidates a grid row of the CUDA top_k keeps");
+  m.def("topk_block_cap", &jmp::topk_block_cap,
+        "candidates a block of the CUDA top_k's rows kernel holds in shared memory");
+  m.def("topk_sample_rank", &jmp::topk_sample_rank,
+        "the rank of the sample taken as the threshold (k, length, samples)");
+  m.def(
+      "topk_route",
+      [](bool cuda, int key_bytes, int64_t rows, int64_t length, int64_t k) {
+        return static_cast<int>(jmp::topk_route(cuda, key_bytes, rows, length, k));
+      },
+      "how a top_k call runs on a platform (cuda or not): 0 the kernels, 1 the sort of the "
+      "order keys, 2 XLA's top_k of the order keys (tuning/topk.h)");
+}

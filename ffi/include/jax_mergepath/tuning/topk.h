@@ -1,0 +1,219 @@
+// tuning/topk.h (level: shared core, tuning): every tuning constant of the selection (top_k)
+// and what is built from them as data: the CPU's filter, the GPU strategy of a call, its
+// sampling ranks and candidate capacities, a grid row's state, and the route a call takes (its
+// workspace is tuning/workspace.h's, "top_k"). The CUDA kernels, the CPU backend, the handlers
+// and the lowering (through the _cpu module) all read these. Values marked "to be measured" are
+// first choices, to be set from the GPU bench cases and perf/sweeps/topk_sweep.cu
+// (docs/performance.md, "Top-k").
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/host_device.h"
+#include "jax_mergepath/topk.h"
+
+namespace jax_mergepath {
+
+// ------------------------------------------------------------------ CPU
+// A row (or a chunk of one) keeps candidates (order key, index) while it reads its keys: all of
+// them until it holds kTopkCpuCapacityFactor x k (at least kTopkCpuMinCapacity), then the best k
+// (nth_element) and from then on only keys above the k-th kept key, checked kTopkCpuBlock keys
+// at a time (the block's largest order key first: a vectorized max, one branch a block). Rows
+// longer than kTopkCpuChunk are cut into chunks for the host threads when there are fewer rows
+// than threads; each chunk's best k are merged at the end. For k up to kTopkCpuInsertMaxK the
+// best k are kept sorted and a key that beats the k-th is inserted (short rows: no nth_element).
+// Measured on the 2-core dev machine (docs/performance.md, "Top-k").
+inline constexpr int64_t kTopkCpuBlock = 64;
+inline constexpr int64_t kTopkCpuInsertMaxK = 32;
+inline constexpr int64_t kTopkCpuMinCapacity = 64;
+inline constexpr int64_t kTopkCpuCapacityFactor = 2;
+inline constexpr int64_t kTopkCpuChunk = int64_t{1} << 16;
+
+// ------------------------------------------------------------------ GPU: sampling
+// A threshold from samples: s keys of a row, the r-th largest of them as the threshold T; the
+// keys >= T are the candidates, a superset of the k largest unless the sample misjudged (fewer
+// than k above T: the exact path). With m = k s / L the samples expected among the k largest,
+//   r = ceil(m + kTopkRankZ sqrt(m) + kTopkRankC)      (clamped to [1, s]),
+// so P(fewer than k keys above T) is the chance of kTopkRankZ standard deviations and more. The
+// keys above the r-th largest of s samples are about r L / s (a Beta(r, s - r + 1) share of L);
+//   capacity = ceil((r + kTopkCapZ sqrt(r) + kTopkCapC) L / s)
+// bounds them but with a chance of kTopkCapZ standard deviations (more: the exact path). To be
+// measured (how often the exact path runs, against the candidates' sort time).
+inline constexpr double kTopkRankZ = 3.0;
+inline constexpr double kTopkRankC = 2.0;
+inline constexpr double kTopkCapZ = 5.0;
+inline constexpr double kTopkCapC = 4.0;
+
+JMP_HD int64_t topk_sample_rank(int64_t k, int64_t length, int64_t samples) {
+  if (samples <= 0 || length <= 0) return 1;
+  const double m = double(k) * double(samples) / double(length);
+  const double r = ::ceil(m + kTopkRankZ * ::sqrt(m) + kTopkRankC);
+  return r < 1.0 ? 1 : (r > double(samples) ? samples : static_cast<int64_t>(r));
+}
+
+// The candidates a capacity holds for the r-th largest of s samples of L keys (above).
+JMP_HD int64_t topk_candidates_bound(int64_t r, int64_t length, int64_t samples) {
+  const double c =
+      ::ceil((double(r) + kTopkCapZ * ::sqrt(double(r)) + kTopkCapC) * double(length) /
+             double(samples));
+  return c >= double(length) ? length : static_cast<int64_t>(c);
+}
+
+// The position of sample j of s (s <= length) in a row of `length` keys: a hashed offset into
+// the j-th of s equal stretches (strided samples with a jitter, so a period of the keys that
+// divides the stride cannot fool them).
+JMP_HD int64_t topk_sample_position(int64_t j, int64_t length, int64_t samples) {
+  const int64_t begin = j * length / samples;
+  const int64_t span = (j + 1) * length / samples - begin;
+  const uint32_t hash = static_cast<uint32_t>(j) * 2654435761u;
+  return begin + (span > 1 ? static_cast<int64_t>(hash >> 8) % span : 0);
+}
+
+JMP_HD constexpr int64_t topk_pow2_ceil(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+JMP_HD constexpr int64_t topk_pow2_floor(int64_t x) {
+  int64_t p = 1;
+  while (2 * p <= x) p <<= 1;
+  return p;
+}
+
+// ------------------------------------------------------------------ GPU: a block a row A block
+// selects a row's k (ffi/cuda/kernels/topk_kernels.cuh block_topk): s samples (a sample every
+// kTopkBlockSampleDivisor keys, a power of two in [kTopkBlockMinSamples, kTopkBlockMaxSamples]),
+// their r-th largest key T (a radix select in shared memory), the keys >= T appended to a
+// shared-memory buffer of `cap` (order key, index) pairs while the row streams from global memory,
+// then a bitonic sort of them; the exact path (radix select of the row, the keys equal to the k-th
+// taken in index order) when fewer than k or more than cap keys were >= T. A row that fits the
+// buffer whole skips the sampling. Threads by row length (topk_block_threads). To be measured: rows
+// 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8.
+inline constexpr int kTopkBlockMinSamples = 64;
+inline constexpr int kTopkBlockMaxSamples = 1024;
+inline constexpr int kTopkBlockSampleDivisor = 8;
+inline constexpr int kTopkBlockMinCap = 64;
+inline constexpr int kTopkBlockMaxCap = 4096;  // 48 KB of 8-byte keys and int32 indices
+inline constexpr int kTopkBlockRadixBits = 8;  // a shared-memory radix select's digit
+inline constexpr int kTopkBlockUnroll = 4;      // keys a thread loads at once as a row streams
+
+JMP_HD int64_t topk_block_samples(int64_t length) {
+  const int64_t every = length / kTopkBlockSampleDivisor;
+  int64_t s = topk_pow2_floor(every > 1 ? every : 1);
+  s = s < kTopkBlockMinSamples ? kTopkBlockMinSamples : s;
+  s = s > kTopkBlockMaxSamples ? kTopkBlockMaxSamples : s;
+  return s < length ? s : length;
+}
+
+// The candidate buffer a block takes for a row of `length` keys: a power of two holding k, and
+// the candidates of its sampled threshold (topk_candidates_bound), at least kTopkBlockMinCap.
+JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
+  const int64_t s = topk_block_samples(length);
+  const int64_t expected =
+      topk_candidates_bound(topk_sample_rank(k, length, s), length, s > 0 ? s : 1);
+  int64_t want = expected > k ? expected : k;
+  want = want < kTopkBlockMinCap ? kTopkBlockMinCap : want;
+  return topk_pow2_ceil(want);
+}
+
+// Threads a block of the rows kernel: 64 up to 1024 keys a row, then 128, 256, 512.
+JMP_HD constexpr int topk_block_threads(int64_t length) {
+  return length <= 1024 ? 64 : (length <= 4096 ? 128 : (length <= 16384 ? 256 : 512));
+}
+
+// Dynamic shared memory of a block_topk of `cap` candidates and `samples` samples.
+JMP_HD constexpr int64_t topk_block_shared_bytes(int key_bytes, int64_t cap, int64_t samples) {
+  return cap * (key_bytes + 4) + samples * key_bytes + (int64_t{1} << kTopkBlockRadixBits) * 4;
+}
+
+// ------------------------------------------------------------------ GPU: the grid of a row
+// Rows of at least kTopkGridMinLength keys take the whole grid (ffi/cuda/kernels/topk_kernels.cuh):
+//   1. topk_sample_kernel (a block a row): kTopkGridSamples samples, T their r-th largest;
+//   2. topk_filter_kernel (tiles of kTopkFilterThreads x kTopkFilterItems keys): the keys >= T,
+//      compacted in the block, appended to the row's candidates with one atomic a block (up to
+//      the capacity, topk_grid_capacity; the count goes on past it);
+//   3. topk_decide_kernel: the exact path for rows with fewer than k candidates or more than
+//      the capacity (its kernels read the row's flag and return at once otherwise: no host
+//      sync, graph-safe): radix passes of kTopkRadixBits over the row (a block's histogram
+//      added to the row's, the last block picks the digit), then the keys above the k-th and,
+//      in index order, the first ties (a count a tile, a scan, the writes): exactly k;
+//   4. the candidates' order: k <= kTopkFinalMaxK: topk_final_kernel, block_topk over the
+//      candidates (a block a row); larger k: the candidates as (order key, index) composites
+//      sorted by the package's merge sort (sort_cuda), then the first k (8-byte keys: sorted by
+//      index, then stably by key).
+// The exact path's kernels run kTopkFallbackBlocksPerSm x SMs blocks a call (each loops over
+// tiles). To be measured: 2^24 and 2^27 float32 at k 10, 1000, 100000; the exact path forced
+// (equal keys).
+inline constexpr int64_t kTopkGridMinLength = int64_t{1} << 17;
+inline constexpr int kTopkGridSamples = 8192;
+inline constexpr int kTopkSampleThreads = 1024;
+inline constexpr int kTopkFilterThreads = 256;
+inline constexpr int kTopkFilterItems = 16;
+inline constexpr int64_t kTopkTile = int64_t{kTopkFilterThreads} * kTopkFilterItems;
+inline constexpr int kTopkRadixBits = 11;
+inline constexpr int kTopkFinalThreads = 512;
+inline constexpr int64_t kTopkFinalMaxK = kTopkBlockMaxCap / 4;
+inline constexpr int kTopkFallbackBlocksPerSm = 4;
+
+JMP_HD int64_t topk_grid_samples(int64_t length) {
+  return length < kTopkGridSamples ? length : kTopkGridSamples;
+}
+
+// The candidates a grid row keeps (its buffer): at least k, at most the row.
+JMP_HD int64_t topk_grid_capacity(int64_t k, int64_t length) {
+  const int64_t s = topk_grid_samples(length);
+  if (s <= 0) return 0;
+  const int64_t c = topk_candidates_bound(topk_sample_rank(k, length, s), length, s);
+  const int64_t want = c > k ? c : k;
+  return want < length ? want : length;
+}
+
+enum class TopkStrategy : int { kNone = 0, kBlock = 1, kGridSmall = 2, kGridSort = 3 };
+
+JMP_HD TopkStrategy topk_strategy(int64_t k, int64_t length) {
+  if (k <= 0 || length <= 0) return TopkStrategy::kNone;
+  if (length < kTopkGridMinLength && topk_block_cap(length, k) <= kTopkBlockMaxCap) {
+    return TopkStrategy::kBlock;
+  }
+  return k <= kTopkFinalMaxK ? TopkStrategy::kGridSmall : TopkStrategy::kGridSort;
+}
+
+// What a grid row keeps in the workspace besides its candidates: the threshold, counts, the
+// exact path's state and its histogram. 8-byte aligned.
+struct TopkRowState {
+  uint64_t threshold;  // the filter keeps order keys >= threshold
+  uint64_t prefix;     // exact path: the k-th order key's digits found so far (then the key)
+  int32_t count;       // candidates (the filter's count may pass the capacity); exact path: k
+  int32_t exact;       // 1: the row takes the exact path
+  int32_t need;        // exact path: keys equal to the prefix still to take
+  int32_t above;       // exact path: keys above the k-th written so far
+  int32_t ticket;      // exact path: the row's blocks done with the current radix pass
+  int32_t padding[3];
+  int32_t hist[1 << kTopkRadixBits];
+};
+
+// ------------------------------------------------------------------ routes
+// Which way a call runs, picked when it is lowered (jax_mergepath/_select_primitive.py): the
+// selection kernels, our full sort of the order keys (then the first k), or XLA's own top_k of
+// the order keys. Every way gives the same bits. The CPU kernels beat XLA:CPU's top_k at every
+// measured size (docs/performance.md), so the CPU always takes them. On the GPU a k of at least
+// kTopkSortShare of the row takes the sort (the candidates are then most of the row) and rows of
+// at most kTopkXlaMaxLength keys XLA's top_k: both to be measured (0: never).
+enum class TopkRoute : int { kKernel = 0, kSort = 1, kXla = 2 };
+inline constexpr double kTopkSortShare = 0.5;
+inline constexpr int64_t kTopkXlaMaxLength = 0;
+
+inline TopkRoute topk_route(bool cuda, int key_bytes, int64_t rows, int64_t length, int64_t k) {
+  (void)key_bytes;
+  (void)rows;
+  if (!cuda || k <= 0) return TopkRoute::kKernel;
+  if (length <= kTopkXlaMaxLength) return TopkRoute::kXla;
+  if (double(k) >= kTopkSortShare * double(length) && length > 1) return TopkRoute::kSort;
+  return TopkRoute::kKernel;
+}
+
+}  // namespace jax_mergepath

@@ -1,0 +1,114 @@
+"""Top-k of rows along the last axis, for every key dtype: how each dtype reaches topk_p
+(_select_primitive.py) and comes back bit for bit.
+
+Contract: `top_k_rows(x, k, largest)` returns, for every row of x (*B, L), its k keys first in
+XLA's top_k order (larger first, or smaller first, ties by lower index; floats by the total
+order of their bits: +NaN > +inf > ... > +0.0 > -0.0 > ... > -inf > -NaN) and their int32
+indices. The dtypes:
+- bool, integers of 8 to 64 bits, float16 / bfloat16 / float32 / float64: the kernels order
+  their bits themselves (topk.h key classes) and return their bits: lax.top_k's results;
+- int2 / int4 / uint2 / uint4: the same numbers as int8 / uint8 (lax.top_k fails on them);
+- the float8 types with a sign bit and no "fnuz" NaN (e3m4, e4m3, e4m3fn, e5m2): sign-magnitude
+  bits, as the wider floats, every NaN payload and sign kept (XLA's top_k converts them to a wider
+  float first, which orders their NaNs as one and rewrites their payloads);
+- float8_e8m0fnu: its bits are its order (no sign; NaN 0xff largest), as lax.top_k;
+- the "fnuz" float8 types (e4m3fnuz, e4m3b11fnuz, e5m2fnuz): their only NaN (the negative-zero
+  pattern) is the smallest key, as lax.top_k orders it; the rest sign-magnitude (XLA:CPU also
+  misorders e5m2fnuz subnormals; we do not);
+- float4_e2m1fn: sign-magnitude bits (lax.top_k fails on it);
+the last two through an order key computed in jnp (uint8), their values gathered at the indices.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jax_mergepath._bits import take_along_bits, to_bits
+from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
+from jax_mergepath._keys import _NARROW_FLOATS, _SUB_BYTE_INTS, _narrow_float
+from jax_mergepath._select_primitive import KeyClass, _by_xla, forced_route_value, topk_p
+
+
+class _Way(NamedTuple):
+    operand: jax.Array  # what topk_p selects on
+    key_class: KeyClass
+    gather: bool  # the values are gathered from x at the indices (else the kernel's, mapped back)
+
+
+def _narrow_float_key(x: jax.Array) -> jax.Array:
+    """uint8 order keys of a float of 8 bits or fewer whose bits do not order as sign-magnitude
+    bytes: sign-magnitude over its own width, the fnuz NaN (the sign pattern) below every key."""
+    spec = _narrow_float(np.dtype(x.dtype))
+    p = to_bits(x)  # uint8, the pattern in the low bits
+    ones = np.uint8(2**spec.bits - 1)
+    sign = np.uint8(spec.sign)
+    key = p ^ jnp.where((p & sign) != 0, ones, sign)
+    if spec.nan_first:  # the NaN's sign-magnitude key is sign - 1: it moves below 0
+        nan_key = np.uint8(spec.sign - 1)
+        key = jnp.where(p == sign, np.uint8(0), jnp.where(key < nan_key, key + np.uint8(1), key))
+    return key
+
+
+def _way(x: jax.Array) -> _Way:
+    dt = np.dtype(x.dtype)
+    if dt in _SUB_BYTE_INTS:
+        kernel = _SUB_BYTE_INTS[dt]
+        cls = KeyClass.SIGNED if jnp.issubdtype(kernel, jnp.signedinteger) else KeyClass.UNSIGNED
+        return _Way(x.astype(kernel), cls, False)
+    if dt in _NARROW_FLOATS:
+        spec = _narrow_float(dt)
+        if spec.bits == 8 and not spec.nan_first:
+            cls = KeyClass.FLOAT if spec.sign else KeyClass.UNSIGNED
+            return _Way(x, cls, False)
+        return _Way(_narrow_float_key(x), KeyClass.UNSIGNED, True)
+    if dt == np.bool_ or jnp.issubdtype(dt, jnp.unsignedinteger):
+        return _Way(x, KeyClass.UNSIGNED, False)
+    if jnp.issubdtype(dt, jnp.signedinteger):
+        return _Way(x, KeyClass.SIGNED, False)
+    assert jnp.issubdtype(dt, jnp.floating), dt
+    return _Way(x, KeyClass.FLOAT, False)
+
+
+def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array, jax.Array]:
+    """(values (*B, k) of x's dtype and weak type, int32 indices (*B, k)): the module docstring's
+    top k of every row of x (*B, L), 0 <= k <= L. A row of 2**31 keys (int32 indices still hold
+    its positions, the kernels' counts not) runs as XLA's top_k of the order keys."""
+    shape = (*x.shape[:-1], k)
+    if k == 0:
+        return jnp.zeros(shape, x.dtype), jnp.zeros(shape, np.int32)
+    way = _way(x)
+    params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),
+              "route": forced_route_value()}
+    length = x.shape[-1]
+    if isinstance(length, int) and length >= INT32_LIMIT:
+        values, idx = _by_xla(way.operand, k=k, largest=bool(largest), key_class=way.key_class)
+    else:
+        values, idx = topk_p.bind(way.operand, **params)
+    if way.gather:
+        return take_along_bits(x, idx, -1), idx
+    if values.dtype != x.dtype:  # (sub-byte integers: the same numbers)
+        values = values.astype(x.dtype)
+    return with_weak_type(values, x.weak_type), idx
+
+
+def nan_folded(x: jax.Array) -> jax.Array | None:
+    """x with every negative NaN's sign bit cleared (NaN last whatever its sign, as the sorts
+    order it: the partitions), or None where x holds no such NaN (non-floats, float8_e8m0fnu,
+    the fnuz types whose NaN is ordered first as jnp orders it, float4_e2m1fn)."""
+    dt = np.dtype(x.dtype)
+    if not jnp.issubdtype(dt, jnp.floating):
+        return None
+    if dt in _NARROW_FLOATS:
+        spec = _narrow_float(dt)
+        if spec.nan_first or not spec.sign or spec.nan_mag_min >= 2**spec.bits:
+            return None
+    bits = to_bits(x)
+    sign = bits.dtype.type(1 << (jax.dtypes.itemsize_bits(dt) - 1))
+    folded = jnp.where(jnp.isnan(x), bits & ~sign, bits)
+    return lax.bitcast_convert_type(folded, dt) if folded.dtype != dt else folded
+

@@ -1,0 +1,246 @@
+// topk_sweep.cu: the CUDA top_k's production launches (ffi/cuda/launch/topk_launch.cuh) on one GPU.
+// Every case is first checked against a host reference (every row's (order key, index) pairs,
+// the k first by key descending, index ascending: topk.h's result), values and indices, then
+// timed: device time of the whole call (CUDA events around it, median of warm repeats), the keys'
+// bytes over that time, and the share of one read of the keys at the copy rate measured in the
+// same run (a cudaMemcpy D2D reads and writes: one read is half its time). Grid cases also time
+// their filter kernel alone (the one read of the data). Cases: 1-D float32 2^24 / 2^27 at k 10
+// and 1000 (the grid, then a block over the candidates), the exact path forced (equal keys, few
+// distinct keys), rows 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8 (a block a row),
+// int32 / bfloat16 / float64 keys, smallest first, and the lengths around kTopkGridMinLength.
+// Larger k (k > kTopkFinalMaxK: the candidates' merge sort, the library's sort launchers, whose
+// instances this single translation unit does not compile) are timed by the bench: python -m
+// perf.bench --family topk.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
+//        perf/sweeps/topk_sweep.cu -o /tmp/topk_sweep
+//   /tmp/topk_sweep [repeats=20] [only: run the cases whose label holds this]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../ffi/cuda/launch/topk_launch.cuh"
+#include "sweep_timing.cuh"
+
+namespace jmp = jax_mergepath;
+
+namespace jax_mergepath {
+// The merge sort of larger k's candidates is the library's (launch/sort_launch.cuh, instantiated
+// in instances/sort_*.cu); a harness of one translation unit has none: such cases are refused
+// before they run.
+template <typename Traits>
+cudaError_t sort_for_traits(const SortCall&, int32_t*, int64_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+}  // namespace jax_mergepath
+
+cudaStream_t g_stream = nullptr;
+int g_repeats = 20;
+const char* g_only = nullptr;
+int g_failures = 0;
+
+enum class Pattern { kRandom, kEqual, kFew };
+
+const char* pattern_name(Pattern p) {
+  return p == Pattern::kRandom ? "random" : (p == Pattern::kEqual ? "equal" : "few");
+}
+
+// Keys of `Bits` whose class is `key_class`: random bits of numbers (floats: finite, from a
+// normal distribution), all one key, or four distinct keys.
+template <typename Bits>
+std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int float_bits,
+                            Pattern pattern, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal;
+  std::vector<Bits> keys(static_cast<size_t>(count));
+  auto number = [&]() -> Bits {
+    if (key_class != jmp::TopkKeyClass::kFloat) return static_cast<Bits>(gen());
+    const double x = normal(gen) * 100.0;
+    if (float_bits == 32) {
+      const float f = static_cast<float>(x);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return static_cast<Bits>(b);
+    }
+    if (float_bits == 64) {
+      uint64_t b;
+      std::memcpy(&b, &x, 8);
+      return static_cast<Bits>(b);
+    }
+    const float f = static_cast<float>(x);  // bfloat16: the top half of the float32
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return static_cast<Bits>(b >> 16);
+  };
+  const Bits pool[4] = {number(), number(), number(), number()};
+  for (auto& k : keys) {
+    k = pattern == Pattern::kRandom ? number()
+        : pattern == Pattern::kEqual ? pool[0]
+                                     : pool[gen() % 4];
+  }
+  return keys;
+}
+
+// The host reference: every row's k first (order key descending, index ascending).
+template <typename Bits>
+void reference(const std::vector<Bits>& keys, int64_t rows, int64_t n, int64_t k,
+               jmp::TopkOrder<Bits> order, std::vector<Bits>& values,
+               std::vector<int32_t>& indices) {
+  values.assign(static_cast<size_t>(rows * k), Bits(0));
+  indices.assign(static_cast<size_t>(rows * k), 0);
+  std::vector<std::pair<Bits, int32_t>> row(static_cast<size_t>(n));
+  auto before = [](const std::pair<Bits, int32_t>& a, const std::pair<Bits, int32_t>& b) {
+    return jmp::topk_before(a.first, a.second, b.first, b.second);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) {
+      row[static_cast<size_t>(i)] = {order.key(keys[static_cast<size_t>(r * n + i)]),
+                                     static_cast<int32_t>(i)};
+    }
+    std::nth_element(row.begin(), row.begin() + (k - 1), row.end(), before);
+    std::sort(row.begin(), row.begin() + k, before);
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t at = row[static_cast<size_t>(j)].second;
+      indices[static_cast<size_t>(r * k + j)] = at;
+      values[static_cast<size_t>(r * k + j)] = keys[static_cast<size_t>(r * n + at)];
+    }
+  }
+}
+
+template <typename Bits>
+void run_case(const char* type, jmp::TopkKeyClass key_class, int float_bits, int64_t rows,
+              int64_t n, int64_t k, bool largest, Pattern pattern) {
+  char label[160];
+  std::snprintf(label, sizeof(label), "%-8s %7lld x %-10lld k=%-6lld %s %-7s", type,
+                static_cast<long long>(rows), static_cast<long long>(n),
+                static_cast<long long>(k), largest ? "largest " : "smallest",
+                pattern_name(pattern));
+  if (g_only && !std::strstr(label, g_only)) return;
+  const jmp::TopkStrategy strategy = jmp::topk_strategy(k, n);
+  if (strategy == jmp::TopkStrategy::kGridSort) {
+    std::printf("%s  (the candidates' merge sort: timed by the bench)\n", label);
+    return;
+  }
+  const int64_t total = rows * n;
+  const std::vector<Bits> keys = make_keys<Bits>(total, key_class, float_bits, pattern,
+                                                 static_cast<uint64_t>(total + k));
+  jmp::TopkCall call{};
+  call.key_bytes = int(sizeof(Bits));
+  call.key_class = key_class;
+  call.largest = largest;
+  call.rows = rows;
+  call.length = n;
+  call.k = k;
+  call.sms = device_sms();
+  const jmp::TopkLayout layout = jmp::topk_layout(call.key_bytes, k, rows, n);
+  void *d_keys = nullptr, *d_values = nullptr, *d_ws = nullptr, *d_copy = nullptr;
+  int32_t* d_indices = nullptr;
+  const size_t key_bytes = static_cast<size_t>(total) * sizeof(Bits);
+  CHECK_CUDA(cudaMalloc(&d_keys, key_bytes));
+  CHECK_CUDA(cudaMalloc(&d_copy, key_bytes));
+  CHECK_CUDA(cudaMalloc(&d_values, static_cast<size_t>(rows * k) * sizeof(Bits)));
+  CHECK_CUDA(cudaMalloc(&d_indices, static_cast<size_t>(rows * k) * 4));
+  CHECK_CUDA(cudaMalloc(&d_ws, static_cast<size_t>(std::max<int64_t>(layout.bytes, 8))));
+  CHECK_CUDA(cudaMemcpy(d_keys, keys.data(), key_bytes, cudaMemcpyHostToDevice));
+  call.keys = d_keys;
+  call.out_values = d_values;
+  call.out_indices = d_indices;
+  auto go = [&] {
+    CHECK_CUDA(jmp::topk::topk_launch(call, d_ws, layout.bytes, g_stream));
+  };
+  go();
+  CHECK_CUDA(cudaStreamSynchronize(g_stream));
+  std::vector<Bits> got_values(static_cast<size_t>(rows * k)), want_values;
+  std::vector<int32_t> got_indices(static_cast<size_t>(rows * k)), want_indices;
+  CHECK_CUDA(cudaMemcpy(got_values.data(), d_values, got_values.size() * sizeof(Bits),
+                        cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got_indices.data(), d_indices, got_indices.size() * 4,
+                        cudaMemcpyDeviceToHost));
+  reference(keys, rows, n, k, jmp::topk_order<Bits>(key_class, largest), want_values,
+            want_indices);
+  int64_t bad = 0;
+  for (size_t j = 0; j < got_indices.size(); ++j) {
+    bad += got_indices[j] != want_indices[j] || got_values[j] != want_values[j];
+  }
+  g_failures += bad != 0;
+  const float ms = time_ms(go, g_repeats, 3, g_stream);
+  const float copy_ms = time_ms(
+      [&] { CHECK_CUDA(cudaMemcpyAsync(d_copy, d_keys, key_bytes, cudaMemcpyDeviceToDevice,
+                                       g_stream)); },
+      g_repeats, 3, g_stream);
+  const double one_read_ms = copy_ms / 2.0;
+  char extra[96] = "";
+  if (strategy == jmp::TopkStrategy::kGridSmall) {
+    const jmp::topk::GridRows<Bits> g{
+        reinterpret_cast<jmp::TopkRowState*>(static_cast<char*>(d_ws) + layout.states),
+        reinterpret_cast<Bits*>(static_cast<char*>(d_ws) + layout.cand_keys),
+        reinterpret_cast<int32_t*>(static_cast<char*>(d_ws) + layout.cand_indices),
+        reinterpret_cast<int32_t*>(static_cast<char*>(d_ws) + layout.tile_ties),
+        layout.capacity, layout.tiles};
+    const jmp::TopkOrder<Bits> order = jmp::topk_order<Bits>(key_class, largest);
+    const float filter_ms = time_ms(
+        [&] {
+          CHECK_CUDA(jmp::launch_kernel(jmp::topk::topk_filter_kernel<Bits>,
+                                        static_cast<unsigned>(rows * layout.tiles),
+                                        jmp::kTopkFilterThreads, g_stream, call, order, g));
+        },
+        g_repeats, 3, g_stream);
+    std::snprintf(extra, sizeof(extra), "  filter %8.1f us (%5.1f%% of a read)", filter_ms * 1e3,
+                  100.0 * one_read_ms / filter_ms);
+  }
+  static const char* kStrategy[] = {"none", "block", "grid+block", "grid+sort"};
+  std::printf("%s %-10s %9.1f us %7.1f GB/s %5.1f%% of a read%s  %s\n", label,
+              kStrategy[static_cast<int>(strategy)], ms * 1e3, key_bytes / (ms * 1e-3) * 1e-9,
+              100.0 * one_read_ms / ms, extra, bad ? "WRONG" : "ok");
+  std::fflush(stdout);
+  for (void* p : {d_keys, d_copy, d_values, static_cast<void*>(d_indices), d_ws}) {
+    CHECK_CUDA(cudaFree(p));
+  }
+}
+
+int main(int argc, char** argv) {
+  g_repeats = argc > 1 ? std::atoi(argv[1]) : 20;
+  g_only = argc > 2 ? argv[2] : nullptr;
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  std::printf("%s, %d SMs; top_k: the grid from rows of %lld keys, a block's buffer %d pairs\n",
+              prop.name, device_sms(), static_cast<long long>(jmp::kTopkGridMinLength),
+              jmp::kTopkBlockMaxCap);
+  using jmp::TopkKeyClass;
+  const auto F = TopkKeyClass::kFloat;
+  const auto S = TopkKeyClass::kSigned;
+  const auto R = Pattern::kRandom;
+  // 1-D float32: the grid (k 10, 1000), the exact path forced
+  for (int64_t n : {int64_t{1} << 24, int64_t{1} << 27}) {
+    for (int64_t k : {10, 1000}) run_case<uint32_t>("float32", F, 32, 1, n, k, true, R);
+  }
+  run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 1000, false, R);
+  run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 10, true, Pattern::kEqual);
+  run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 1000, true, Pattern::kFew);
+  // other keys, a key's time against float32's
+  run_case<uint32_t>("int32", S, 0, 1, int64_t{1} << 24, 1000, true, R);
+  run_case<uint16_t>("bfloat16", F, 16, 1, int64_t{1} << 24, 1000, true, R);
+  run_case<uint64_t>("float64", F, 64, 1, int64_t{1} << 24, 1000, true, R);
+  // rows: a block a row
+  run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, R);
+  run_case<uint32_t>("float32", F, 32, 1024, 65536, 256, true, R);
+  run_case<uint32_t>("float32", F, 32, 131072, 512, 8, true, R);
+  run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, Pattern::kEqual);
+  run_case<uint32_t>("int32", S, 0, 16384, 4096, 32, true, R);
+  run_case<uint16_t>("bfloat16", F, 16, 16384, 4096, 32, true, R);
+  run_case<uint64_t>("float64", F, 64, 16384, 4096, 32, true, R);
+  // around the grid's shortest row (tuning.h kTopkGridMinLength): one row, many rows
+  for (int64_t n : {int64_t{1} << 15, int64_t{1} << 16, int64_t{1} << 17, int64_t{1} << 18}) {
+    run_case<uint32_t>("float32", F, 32, 1, n, 10, true, R);
+    run_case<uint32_t>("float32", F, 32, 64, n, 10, true, R);
+  }
+  // larger k: the grid's candidates sorted (the bench)
+  run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 100000, true, R);
+  std::printf("%d case(s) WRONG\n", g_failures);
+  return g_failures ? 1 : 0;
+}

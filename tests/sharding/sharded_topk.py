@@ -1,0 +1,195 @@
+"""Run in a fresh process with 8 CPU devices (see test_sharded_topk.py): top_k along an axis
+SHARDED over a mesh axis gives the single-device result bit for bit (values, global indices), on
+every device, and compiles to a program whose only gathers are of the candidates (8 x k), never
+of the data.
+
+Paths: inside a user's shard_map (``axis_name=``), unchanged code under ``jax.jit`` with arrays
+placed on an Explicit mesh, and eager calls on such arrays. Cases: dtypes, both directions, k
+from 1 to the global length (more than a shard), ties across shards, NaNs and -0.0, 2-D arrays
+(rows replicated, or sharded on a second mesh axis), top_k_by_key with a pytree payload, grad,
+and (with ``--x64``) int64 global indices past 2**31 keys. Prints ``ok <case>`` or
+``BAD <case>: why`` per case and exits non-zero on any failure.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
+        python tests/sharding/sharded_topk.py [--x64] [--quick] [-k SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import sys
+import traceback
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import jax_mergepath as jmp
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # tests/: the shared references
+from reference import assert_bits_equal, random_keys  # noqa: E402
+from select_checks import ref_top_k  # noqa: E402
+
+G = 8
+GATHER = re.compile(r"all-gather(?:-start)?\(")
+SHAPES = re.compile(r"\b[a-z]+[0-9]*\[([0-9,]*)\]\S*\s+all-gather")
+failures: list[str] = []
+selected: str | None = None
+
+
+def case(name: str, fn: Callable[[], str | None]) -> None:
+    if selected and selected not in name:
+        return
+    try:
+        note = fn()
+    except Exception as e:  # noqa: BLE001 - every failure is reported, the script goes on
+        failures.append(name)
+        print(f"BAD {name}: {''.join(traceback.format_exception_only(type(e), e)).strip()}",
+              flush=True)
+        traceback.print_exc(limit=-4, file=sys.stdout)
+        return
+    print(f"ok {name}" + (f": {note}" if note else ""), flush=True)
+
+
+def same(got, want, what=""):
+    for i, (g, w) in enumerate(zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)):
+        assert_bits_equal(g, w, f"{what} [{i}]")
+
+
+def single(x, k, axis=-1, largest=True):
+    """The single-device result (one device's jmp.top_k, checked against the reference)."""
+    got = jmp.top_k(jax.device_put(x, jax.devices()[0]), k, axis=axis, largest=largest)
+    same(got, ref_top_k(x, k, axis, largest), "single device vs reference")
+    return got
+
+
+def check_shard_map(mesh, x, k, largest, spec=None, axis=-1):
+    spec = P("d") if spec is None else spec
+    f = jax.jit(jax.shard_map(
+        lambda x: jmp.top_k(x, k, axis=axis, largest=largest, axis_name="d"),
+        mesh=mesh, in_specs=spec, out_specs=_replicated(spec, x.ndim, axis)))
+    got = f(jax.device_put(x, NamedSharding(mesh, spec)))
+    same(got, single(x, k, axis, largest), "shard_map")
+    return f"{x.dtype} {x.shape} k={k}"
+
+
+def _replicated(spec, ndim, axis):
+    entries = list(spec) + [None] * (ndim - len(spec))
+    entries[axis % ndim] = None
+    return P(*entries)
+
+
+def check_jit(mesh, x, k, largest, spec=None, axis=-1, eager=False):
+    spec = P("d") if spec is None else spec
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+
+    def f(x):
+        return jmp.top_k(x, k, axis=axis, largest=largest)
+
+    got = f(xs) if eager else jax.jit(f)(xs)
+    same(got, single(x, k, axis, largest), "explicit axes")
+    want_spec = _replicated(spec, x.ndim, axis)
+    for o in got:
+        assert o.sharding.is_equivalent_to(NamedSharding(mesh, want_spec), o.ndim), o.sharding
+    if eager:
+        return f"{x.dtype} {x.shape} k={k} eager"
+    text = jax.jit(f).lower(xs).compile().as_text()
+    sizes = [int(np.prod([int(d) for d in s.split(",") if d])) for s in SHAPES.findall(text)]
+    local = x.size // G
+    assert GATHER.search(text), "no all-gather of the candidates"
+    assert max(sizes, default=0) <= G * min(k, x.shape[axis] // G) * max(
+        1, x.size // x.shape[axis]), f"gathers {sizes} larger than the candidates (shard {local})"
+    return f"{x.dtype} {x.shape} k={k}, gathers {sizes}"
+
+
+def check_by_key(mesh, rng):
+    n = G * 64
+    keys = random_keys(rng, np.float32, (n,), "few")
+    payload = {"pos": rng.standard_normal((n, 3)).astype(np.float32),
+               "id": np.arange(n, dtype=np.int32)}
+    f = jax.jit(jax.shard_map(
+        lambda k, p: jmp.top_k_by_key(k, p, 50, largest=False, axis_name="d"), mesh=mesh,
+        in_specs=(P("d"), P("d")), out_specs=(P(), P())))
+    put = [jax.device_put(a, NamedSharding(mesh, P("d"))) for a in (keys, payload)]
+    got = f(*put)
+    want = jmp.top_k_by_key(keys, payload, 50, largest=False)
+    same(got, want, "shard_map top_k_by_key")
+    same(jax.jit(lambda k, p: jmp.top_k_by_key(k, p, 50, largest=False))(*put), want,
+         "explicit top_k_by_key")
+
+
+def check_grad(mesh, rng):
+    x = ((rng.permutation(G * 32) - 100) * 0.5).astype(np.float32)
+    w = rng.standard_normal(20).astype(np.float32)
+    want = jax.grad(lambda x: (jmp.top_k(x, 20)[0] * w).sum())(x)
+    xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+    with jax.set_mesh(mesh):  # (w, a constant, is placed on the mesh: as in plain JAX)
+        got = jax.jit(jax.grad(lambda x: (jmp.top_k(x, 20)[0] * w).sum()))(xs)
+    same(got, want, "grad, explicit axes")
+    f = jax.shard_map(lambda x: (jmp.top_k(x, 20, axis_name="d")[0] * w).sum(), mesh=mesh,
+                      in_specs=P("d"), out_specs=P())
+    same(jax.jit(jax.grad(f))(xs), want, "grad, shard_map")
+
+
+def check_long_index_dtype(mesh):
+    n = 2**31 + 8 * G
+    spec = jax.ShapeDtypeStruct((n,), jnp.int8, sharding=NamedSharding(mesh, P("d")))
+    out = jax.eval_shape(lambda x: jmp.top_k(x, 3), spec)
+    want = np.int64 if jax.config.jax_enable_x64 else None
+    if want is None:
+        raise AssertionError(f"x64 off should raise, got {out}")
+    assert out[1].dtype == want, out
+    return f"indices {out[1].dtype}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--x64", action="store_true")
+    parser.add_argument("-k", default=None, help="only the cases whose name holds this")
+    parser.add_argument("--quick", action="store_true", help="fewer dtypes, patterns and k")
+    args = parser.parse_args()
+    global selected
+    selected = args.k
+    jax.config.update("jax_enable_x64", args.x64)
+    rng = np.random.default_rng(5)
+    mesh = jax.make_mesh((G,), ("d",))
+    mesh2 = jax.make_mesh((2, G // 2), ("r", "d"))
+    dtypes = ["float32", "int8", "bfloat16", "uint16"] + (["float64", "int64"] if args.x64
+                                                           else [])
+    if args.quick:
+        dtypes = ["float64"] if args.x64 else ["float32"]
+    for dtype in dtypes:
+        for pattern in ("random", "equal") if args.quick else ("random", "few", "equal"):
+            x = random_keys(rng, np.dtype(jnp.dtype(dtype)), (G * 40,), pattern)
+            for k in (7, G * 40) if args.quick else (1, 7, 100, G * 40):
+                for largest in (True, False):
+                    name = f"{dtype} {pattern} k={k} largest={largest}"
+                    case(f"shard_map {name}",
+                         lambda x=x, k=k, largest=largest: check_shard_map(mesh, x, k, largest))
+                    case(f"jit {name}",
+                         lambda x=x, k=k, largest=largest: check_jit(mesh, x, k, largest))
+    x = random_keys(rng, np.float32, (G * 1000,), "random")
+    case("eager", lambda: check_jit(mesh, x, 30, True, eager=True))
+    x2 = random_keys(rng, np.float32, (3, G * 16), "few")
+    case("rows replicated, shard_map", lambda: check_shard_map(mesh, x2, 9, True, P(None, "d")))
+    case("rows replicated, jit", lambda: check_jit(mesh, x2, 9, False, P(None, "d")))
+    x3 = random_keys(rng, np.int32, (2 * 5, 4 * 12), "few")
+    case("rows on a second axis, jit",
+         lambda: check_jit(mesh2, x3, 11, True, P("r", "d")))
+    x4 = random_keys(rng, np.float32, (G * 8, 3), "random")
+    case("axis 0 with trailing rows, jit", lambda: check_jit(mesh, x4, 5, True, P("d"), 0))
+    case("top_k_by_key", lambda: check_by_key(mesh, rng))
+    case("grad", lambda: check_grad(mesh, rng))
+    if args.x64:
+        case("int64 global indices past 2**31 keys", lambda: check_long_index_dtype(mesh))
+    print(f"{len(failures)} failures", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
