@@ -292,7 +292,8 @@ def test_searchsorted_long_a():
     out = jax.eval_shape(jmp.searchsorted, S((2**31,), jnp.int8), S((3,), jnp.int8))
     assert (out.shape, out.dtype) == ((3,), jnp.int64)
     with jax.enable_x64(False), pytest.raises(
-        OverflowError, match=r"^Python integer 2147483648 out of bounds.*searchsorted: a's sorted axis has"
+        OverflowError,
+        match=r"^Python integer 2147483648 out of bounds.*searchsorted: a's sorted axis has",
     ), pytest.warns(UserWarning, match="Explicitly requested dtype.*int64"):
         jax.eval_shape(jmp.searchsorted, S((2**31,), jnp.int8), S((3,), jnp.int8))
 
