@@ -4,7 +4,7 @@ long, the check that their positions have int64, the dtypes of positions: jnp's 
 promotion and weak types.
 
 Adding a kernel key dtype on the Python side is one entry in KEY_DTYPES (the native side has its
-own table in ffi/include/jax_mergepath/key_types.h and ffi/handlers/common.h); key dtypes the
+own table in ffi/include/jax_mergepath/key_types.h and ffi/handlers/decode.h); key dtypes the
 kernels do not take are mapped onto these in _keys.py.
 """
 
