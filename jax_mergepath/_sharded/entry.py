@@ -4,9 +4,10 @@ Contract: `call(op, arrays, axis_name)` returns op's outputs (ops.py: the split 
 picks the way: inside a user's shard_map with `axis_name`, the per-device program on the local
 shards (each device's own queries); on arrays whose type (explicit mesh axes) or concrete
 NamedSharding splits an element axis, a cached jax.jit(shard_map(...)) of it over that mesh
-(plan.py lays the operands out, a no-op where they are); otherwise the single-device program
-(rows split over devices run per device through the kernels' batch partitioning).
-Derivatives: local.with_derivatives.
+(plan.py lays the operands out, a no-op where they are); under jax.jit on several devices with
+nothing in the types (auto mesh axes), the auto-axis primitive (auto.py), which XLA partitions
+once the shardings are known; otherwise the single-device program (rows split over devices run
+per device through the kernels' batch partitioning). Derivatives: local.with_derivatives.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import functools
 import jax
 from jax.sharding import PartitionSpec as P
 
+from jax_mergepath._sharded import auto
 from jax_mergepath._sharded.layout import (
     Axes,
     AxisName,
@@ -68,6 +70,8 @@ def call(op: Op, arrays: list[jax.Array], axis_name: AxisName | None) -> list[ja
             return plain(op, arrays)
         moved = [placed(x, mesh, s) for x, s in zip(arrays, plan.in_specs, strict=True)]
         return list(_mapped(op, mesh, plan)(*moved))
+    if auto.applies(arrays):
+        return auto.call(op, arrays)
     return plain(op, arrays)
 
 
