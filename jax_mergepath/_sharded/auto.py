@@ -292,14 +292,22 @@ def _jvp(primals, tangents, *, op: Op):
         outs = sharded_p.bind(*primals, op=op)
         return outs, sharded_p.bind(*primals[:n], *linear, op=op)
     fed = feeds(base, len(primals))
-    diff = tuple(j for j, f in enumerate(fed) if jnp.issubdtype(primals[f[0]].dtype, jnp.inexact))
+
+    def given(i: int) -> bool:
+        return type(tangents[i]) is not ad.Zero
+
+    diff = tuple(j for j, ins in enumerate(fed)
+                 if jnp.issubdtype(primals[ins[0]].dtype, jnp.inexact) and any(map(given, ins)))
     if not diff:
         outs = sharded_p.bind(*primals, op=op)
         return outs, [_zero(o) for o in outs]
     *outs, source = sharded_p.bind(*primals, op=op.replace(positions=True))
-    ins = [ad.instantiate_zeros(tangents[i]) for j in diff for i in fed[j]]
+    # (linear_call's transpose needs every linear operand undefined: inputs without a tangent are
+    # left out, zeros inside the move call)
+    present = tuple(given(i) for j in diff for i in fed[j])
+    ins = [tangents[i] for j in diff for i in fed[j] if given(i)]
     move = Op("move", base.name, base=base.replace(positions=False), arity=len(primals),
-              diff=diff, vmapped=op.vmapped)
+              diff=diff, present=present, vmapped=op.vmapped)
     back = move.replace(kind="back")
     got = linear_call(lambda res, ts: sharded_p.bind(*res[0], res[1], *ts, op=move),
                       lambda res, cts: sharded_p.bind(*res[0], res[1], *cts, op=back),

@@ -13,12 +13,13 @@ inside shard_map and in a custom_partitioning call's per-device program alike.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import linear_call
+from jax.custom_derivatives import SymbolicZero, linear_call
 
 from jax_mergepath._sharded.layout import Axes
 from jax_mergepath._sharded.sort import sort_local
@@ -32,29 +33,38 @@ def _float0(x: jax.Array) -> np.ndarray:
     return np.zeros(x.shape, jax.dtypes.float0)
 
 
+def given(tangent) -> bool:
+    """A tangent that is not a symbolic zero (an input jax differentiates)."""
+    return not isinstance(tangent, SymbolicZero)
+
+
 def permutation(run: Callable, move: Callable, back: Callable, arrays: list[jax.Array],
                 fed: list[tuple[int, ...]], positions: bool) -> list[jax.Array]:
     """run(arrays, positions) with derivatives (module docstring): fed[j], the inputs whose
-    elements output j holds (outputs past len(fed): integer, no tangent); the outputs taking
-    floating inputs (diff) have tangents: move(arrays, source, tangents of their inputs, diff)
-    -> theirs; back(arrays, source, their cotangents, diff) -> those inputs' cotangents."""
-    diff = tuple(j for j, f in enumerate(fed) if _inexact(arrays[f[0]]))
-    if not diff:
+    elements output j holds (outputs past len(fed): integer, no tangent). The outputs whose
+    floating inputs have tangents (diff) get theirs: move(arrays, source, the given tangents of
+    their inputs, diff, present: which inputs gave one) -> theirs; back(arrays, source, their
+    cotangents, diff, present) -> the given inputs' cotangents (linear_call's transpose needs
+    every linear operand undefined: inputs without tangents are left out, zeros inside)."""
+    if not any(_inexact(arrays[f[0]]) for f in fed):
         return run(arrays, positions)
 
     @jax.custom_jvp
     def f(arrays):
         return run(arrays, positions)
 
-    @f.defjvp
+    @functools.partial(f.defjvp, symbolic_zeros=True)
     def f_jvp(primals, tangents):
         (arrays,), (tans,) = primals, tangents
+        diff = tuple(j for j, ins in enumerate(fed) if _inexact(arrays[ins[0]])
+                     and any(given(tans[i]) for i in ins))
         *outs, source = run(arrays, True)
-        ins = [tans[i] for j in diff for i in fed[j]]
-        got = linear_call(lambda res, ts: move(res[0], res[1], ts, diff),
-                          lambda res, cts: back(res[0], res[1], cts, diff),
-                          (arrays, source), ins)
-        out_tans = [_float0(o) for o in outs]
+        present = tuple(given(tans[i]) for j in diff for i in fed[j])
+        ins = [tans[i] for j in diff for i in fed[j] if given(tans[i])]
+        got = linear_call(lambda res, ts: move(res[0], res[1], ts, diff, present),
+                          lambda res, cts: back(res[0], res[1], cts, diff, present),
+                          (arrays, source), ins) if diff else []
+        out_tans = [jnp.zeros_like(o) if _inexact(o) else _float0(o) for o in outs]
         for j, t in zip(diff, got, strict=True):
             out_tans[j] = t
         primal_out = [*outs, source] if positions else outs

@@ -49,16 +49,16 @@ def run_local(op: Op, axes: Axes, arrays: list[jax.Array],
                                    op=op.name)]
     if kind == "move":
         n = op.arity
-        return move_local(op.base, axes, arrays[:n], arrays[n + 1:], op.diff)
+        return move_local(op.base, axes, arrays[:n], op.filled(arrays[:n], arrays[n + 1:]))
     if kind == "back":
         n = op.arity
-        return back_local(op.base, axes, arrays[:n], arrays[n], arrays[n + 1:], op.diff)
+        return op.kept(back_local(op.base, axes, arrays[:n], arrays[n], arrays[n + 1:]))
     raise ValueError(kind)
 
 
-def move_local(base: Op, axes: Axes, arrays: list[jax.Array], tans: list[jax.Array],
-               diff: tuple[int, ...]) -> list[jax.Array]:
-    """The tangents of base's outputs `diff` (tans: their inputs' tangents, in feeds order):
+def move_local(base: Op, axes: Axes, arrays: list[jax.Array],
+               tans: list[jax.Array]) -> list[jax.Array]:
+    """The tangents of base's outputs that take tangents (tans: their inputs', in feeds order):
     the same sharded call moving the tangents as values."""
     kw = dict(descending=base.descending, positions=False, op=base.name)
     if base.kind in MERGES and base.kind != "merge_runs":
@@ -71,10 +71,9 @@ def move_local(base: Op, axes: Axes, arrays: list[jax.Array], tans: list[jax.Arr
 
 
 def back_local(base: Op, axes: Axes, arrays: list[jax.Array], source: jax.Array,
-               cts: list[jax.Array], diff: tuple[int, ...]) -> list[jax.Array]:
+               cts: list[jax.Array]) -> list[jax.Array]:
     """The transpose of move_local: each cotangent sent home, a sort by its element's home
     position (for a merge, device d's home holds its a shard, then its b shard)."""
-    del diff
     if base.kind not in ("merge", "merge_by_key"):
         return home(source, cts, axes, base.name)
     a, b = arrays[:2]
@@ -105,12 +104,12 @@ def with_derivatives(op: Op, axes: Axes, arrays: list[jax.Array],
     def run(arrays, positions):
         return run_local(op.replace(positions=positions), axes, arrays)
 
-    def move(arrays, source, ts, diff):
-        return run_local(Op("move", op.name, base=op, arity=n, diff=diff), axes,
+    def move(arrays, source, ts, diff, present):
+        return run_local(Op("move", op.name, base=op, arity=n, diff=diff, present=present), axes,
                          [*arrays, source, *ts])
 
-    def back(arrays, source, cts, diff):
-        return run_local(Op("back", op.name, base=op, arity=n, diff=diff), axes,
+    def back(arrays, source, cts, diff, present):
+        return run_local(Op("back", op.name, base=op, arity=n, diff=diff, present=present), axes,
                          [*arrays, source, *cts])
 
     return permutation(run, move, back, arrays, fed, op.positions)

@@ -55,16 +55,34 @@ class Op:
     base: Op | None = None  # move / back: the permutation
     arity: int = 0  # move / back: the base call's operands
     diff: tuple[int, ...] = ()  # move / back: the base's outputs with tangents
+    present: tuple[bool, ...] = ()  # move / back: which slots have tangents (empty: all)
     # vmap levels (outermost first): which operands carry each as a leading dimension
     vmapped: tuple[tuple[bool, ...], ...] = ()
 
     def replace(self, **changes) -> Op:
         return dataclasses.replace(self, **changes)
 
-    def ins(self) -> list[int]:
+    def slots(self) -> list[int]:
         """move / back: the base's inputs whose tangents the diff outputs take, in order."""
         fed = feeds(self.base, self.arity)
         return [i for j in self.diff for i in fed[j]]
+
+    def ins(self) -> list[int]:
+        """move / back: the slots whose tangents are given (the linear operands)."""
+        slots = self.slots()
+        return [i for i, p in zip(slots, self.present or (True,) * len(slots), strict=True) if p]
+
+    def filled(self, base: list[jax.Array], given: list[jax.Array]) -> list[jax.Array]:
+        """move: every slot's tangent, zeros where none is given."""
+        it = iter(given)
+        slots = self.slots()
+        return [next(it) if p else jnp.zeros_like(base[i])
+                for i, p in zip(slots, self.present or (True,) * len(slots), strict=True)]
+
+    def kept(self, cts: list[jax.Array]) -> list[jax.Array]:
+        """back: the cotangents of the given slots alone (cts: every slot's)."""
+        present = self.present or (True,) * len(cts)
+        return [ct for ct, p in zip(cts, present, strict=True) if p]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +256,7 @@ def _gather(t: list[jax.Array], source: jax.Array) -> jax.Array:
 def plain_move(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
     """The tangents of op.base's diff outputs: the inputs' tangents at the source positions."""
     n, fed = op.arity, feeds(op.base, op.arity)
-    source, tans = arrays[n], arrays[n + 1:]
+    source, tans = arrays[n], op.filled(arrays[:n], arrays[n + 1:])
     out, at = [], 0
     for j in op.diff:
         out.append(_gather(tans[at: at + len(fed[j])], source))
@@ -255,4 +273,4 @@ def plain_back(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
         like = [base[i] for i in fed[j]]
         avals = [jax.ShapeDtypeStruct(x.shape, ct.dtype) for x in like]
         out.extend(jax.linear_transpose(lambda *t: _gather(list(t), source), *avals)(ct))
-    return out
+    return op.kept(out)
