@@ -159,16 +159,22 @@ def _specs(arg_shapes) -> list[P] | None:
     return specs
 
 
-def _plan(op: Op, mesh, arg_shapes):
+def _plan(op: Op, mesh, arg_shapes, strict: bool):
     specs = _specs(arg_shapes)
     if specs is None or mesh.empty:
         return None
     shapes = [tuple(s.shape) for s in arg_shapes]
-    return make_plan(op, mesh, specs, shapes, nout(op, len(shapes)))
+    return make_plan(op, mesh, specs, shapes, nout(op, len(shapes)), strict)
+
+
+def _shardy() -> bool:
+    """Shardy partitions the program: a callback's error reaches the user as a
+    JaxRuntimeError (GSPMD aborts the process on one: no callback raises there)."""
+    return bool(jax.config.jax_use_shardy_partitioner)
 
 
 def _partition(op: Op, mesh, arg_shapes, result_shape):
-    plan = _plan(op, mesh, arg_shapes)
+    plan = _plan(op, mesh, arg_shapes, strict=_shardy())
     if plan is None:  # shardings without a mesh: everything replicated, the plain program
         devices = arg_shapes[0].sharding._device_assignment
         whole = jax.sharding.GSPMDSharding.get_replicated(devices)
@@ -186,7 +192,7 @@ def _partition(op: Op, mesh, arg_shapes, result_shape):
 
 def _infer(op: Op, mesh, arg_shapes, result_shape):
     """GSPMD's result shardings: the plan's."""
-    plan = _plan(op, mesh, arg_shapes)
+    plan = _plan(op, mesh, arg_shapes, strict=False)
     if plan is None:  # (no mesh: replicated)
         devices = next(s.sharding for s in arg_shapes if s.sharding is not None)
         whole = jax.sharding.GSPMDSharding.get_replicated(devices._device_assignment)

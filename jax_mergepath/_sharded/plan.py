@@ -51,8 +51,11 @@ def _axes(entry) -> tuple[str, ...]:
     return () if entry is None else names_of(entry)
 
 
-def make_plan(op: Op, mesh, specs: list[P], shapes: list[tuple[int, ...]], nout: int) -> Plan:
-    """The Plan of op's call (module docstring)."""
+def make_plan(op: Op, mesh, specs: list[P], shapes: list[tuple[int, ...]], nout: int,
+              strict: bool = True) -> Plan:
+    """The Plan of op's call (module docstring); an element axis the devices do not divide
+    raises, or with strict=False is not split (gathered: XLA's partitioner under GSPMD aborts
+    the process on a callback's error)."""
     ndims = [len(s) for s in shapes]
     dims_in, dims_out = layout(op.replace(vmapped=()), _base_ndims(op, ndims), nout)
     lead = leading(op)
@@ -63,6 +66,8 @@ def make_plan(op: Op, mesh, specs: list[P], shapes: list[tuple[int, ...]], nout:
         if d.elem in SPLIT_FACTORS and specs[i][len(levels) + rows] is not None:
             entry, source = specs[i][len(levels) + rows], i
             break
+    if entry is not None and not _divisible(op, mesh, entry, dims_in, parts, shapes, strict):
+        entry, source = None, None
     used = set(_axes(entry))
 
     def free(spec_entry):
@@ -101,13 +106,23 @@ def make_plan(op: Op, mesh, specs: list[P], shapes: list[tuple[int, ...]], nout:
     in_specs = tuple(spec(d, parts[i][0]) for i, d in enumerate(dims_in))
     all_levels = list(range(len(op.vmapped)))
     out_specs = tuple(spec(d, all_levels) for d in dims_out)
-    if entry is not None:
-        for i, d in enumerate(dims_in):
-            if d.elem in SPLIT_FACTORS | FOLLOWERS:
-                levels, rows = parts[i]
-                what = "the sorted axis" if d.elem == "n" else f"operand {i}'s merged axis"
-                check_divisible(shapes[i][len(levels) + rows], mesh, entry, what, op.name)
     return Plan(entry, in_specs, out_specs, queries_split)
+
+
+def _divisible(op: Op, mesh, entry, dims_in: list[Dims], parts, shapes, strict: bool) -> bool:
+    """Whether the devices along `entry` divide every element axis split with it (else the
+    ValueError that names it, when strict)."""
+    for i, d in enumerate(dims_in):
+        if d.elem in SPLIT_FACTORS | FOLLOWERS:
+            levels, rows = parts[i]
+            what = "the sorted axis" if d.elem == "n" else f"operand {i}'s merged axis"
+            try:
+                check_divisible(shapes[i][len(levels) + rows], mesh, entry, what, op.name)
+            except ValueError:
+                if strict:
+                    raise
+                return False
+    return True
 
 
 def _base_ndims(op: Op, ndims: list[int]) -> list[int]:
