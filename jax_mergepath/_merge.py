@@ -88,8 +88,9 @@ def merge(
         axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
             split: ``a`` and ``b`` are this device's shards of the globally sorted arrays and
             the result is its even share of the global merge (README "Sharded arrays"; not
-            with lengths). Outside ``shard_map``, arrays whose sharding splits ``axis`` over
-            explicit mesh axes merge across the devices by themselves.
+            with lengths). Outside ``shard_map``, arrays whose sharding splits ``axis``
+            (explicit or auto mesh axes, under ``jax.jit`` or not) merge across the devices by
+            themselves, moving only the elements whose device changes.
 
     Returns:
         The merged array, of length ``m + n`` along ``axis``; with ``return_indices=True``,

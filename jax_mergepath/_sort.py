@@ -119,8 +119,8 @@ def sort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``axis`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         a sorted along axis (of shape ``(a.size,)`` for ``axis=None``), of a's dtype and weak
@@ -179,9 +179,9 @@ def argsort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global argsort, in global positions (README "Sharded arrays").
-            Not needed outside ``shard_map``: an array whose sharding splits ``axis`` over
-            explicit mesh axes (``jax.make_mesh``'s default) is sorted across the devices by
-            itself.
+            Not needed outside ``shard_map``: an array whose sharding splits ``axis``
+            (explicit or auto mesh axes, under ``jax.jit`` or not) is sorted across the devices
+            by itself.
         dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized as jnp
             does: int64 is int32 with x64 off, with jnp's warning; positions that do not fit
             wrap, as jnp's iota of that dtype).
@@ -245,8 +245,8 @@ def sort_by_key(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``axis`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values in the same pytree structure, permuted)``.
@@ -328,8 +328,8 @@ def lax_sort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``dimension`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``dimension`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         As ``jax.lax.sort``: the sorted array for a single array; a tuple of the sorted arrays
@@ -393,8 +393,8 @@ def sort_key_val(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``dimension`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``dimension`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values permuted with them)``.
@@ -466,8 +466,8 @@ def searchsorted(
             sorted axis is split: ``a`` and ``v`` are this device's shards (its part of the
             sorted ``a``, its own queries) and the result is its queries' global positions
             (README "Sharded arrays"). Outside ``shard_map``, an ``a`` whose sharding splits
-            its sorted axis over explicit mesh axes is searched shard by shard by itself (the
-            queries replicated, the counts summed; never a gather of ``a``).
+            its sorted axis (explicit or auto mesh axes) is searched shard by shard by itself
+            (the counts summed; never a gather of ``a``).
 
     Returns:
         positions of v's shape, in ``jnp.searchsorted``'s dtype: int32, int64 when ``a``'s
