@@ -7,6 +7,7 @@ collectives of a compiled program.
 
 from __future__ import annotations
 
+import argparse
 import math
 import pathlib
 import re
@@ -49,6 +50,24 @@ failures: list[str] = []
 passed = 0
 selected: str | None = None
 quick_only = False
+
+
+def start(*flags: str) -> argparse.Namespace:
+    """A script's options (--quick, --x64, -k, and `flags`: boolean options), applied: the cases
+    selected, x64 set, the G devices checked; prints the header line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--x64", action="store_true", help="jax_enable_x64 on; 64-bit dtypes")
+    parser.add_argument("--quick", action="store_true", help="the core cases only")
+    parser.add_argument("-k", default=None, help="run only the cases whose name has this")
+    for flag in flags:
+        parser.add_argument(flag, action="store_true")
+    args = parser.parse_args()
+    configure(args.quick, args.k)
+    jax.config.update("jax_enable_x64", args.x64)
+    assert len(jax.devices()) == G, jax.devices()
+    extra = "".join(f", {f.lstrip('-')}={getattr(args, f.lstrip('-'))}" for f in flags)
+    print(f"jax {jax.__version__}, x64={args.x64}, quick={args.quick}{extra}", flush=True)
+    return args
 
 
 def configure(quick: bool, only: str | None) -> None:
