@@ -26,9 +26,9 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from jax_mergepath._bits import take_along_bits
-from jax_mergepath._dispatch import is_sorted_rows
+from jax_mergepath._bits import from_bits, take_along_bits, to_bits
 from jax_mergepath._dtypes import position_dtype
+from jax_mergepath._sharded import Op, call
 
 STATE_NAME = "jax_mergepath_check_sorted_inputs"
 
@@ -125,22 +125,42 @@ def check_sorted_inputs(enabled: bool = True) -> Iterator[None]:
         yield
 
 
-def _valid_part(x: jax.Array, begin: jax.Array | None, end: jax.Array | None) -> jax.Array:
+def _valid_part(x: jax.Array, begin: jax.Array | None, end: jax.Array | None,
+                axis_name=None) -> jax.Array:
     """x (rows along the last axis) with every element outside [begin, end) of its row replaced
     by the nearest element inside (equal neighbours are sorted), so is_sorted of the result
     checks the range alone; an empty range gives a constant row. begin / end: integers (*batch),
     within [0, d], or None (0 / d); positions are position_dtype(d) (int64 on an axis of 2**31
-    elements or more)."""
+    elements or more). With axis_name (inside shard_map), x is this device's shard of rows split
+    along that axis and begin / end are positions in the whole rows."""
     d = x.shape[-1]
     if d == 0:
         return x
-    dtype = position_dtype(d)
+    g = 1 if axis_name is None else lax.psum(1, axis_name)
+    whole = g * d
+    dtype = position_dtype(whole)
     pos = lax.broadcasted_iota(dtype, x.shape, x.ndim - 1)
+    if axis_name is not None:
+        pos = pos + lax.axis_index(axis_name).astype(dtype) * d
     lo = jnp.zeros(x.shape[:-1], dtype) if begin is None else begin.astype(dtype)
-    hi = jnp.full(x.shape[:-1], d, dtype) if end is None else end.astype(dtype)
-    hi = jnp.maximum(hi - 1, lo)
-    idx = jnp.minimum(jnp.clip(pos, lo[..., None], hi[..., None]), d - 1)
-    return take_along_bits(x, idx, -1)
+    hi = jnp.full(x.shape[:-1], whole, dtype) if end is None else end.astype(dtype)
+    hi = jnp.minimum(jnp.maximum(hi - 1, lo), whole - 1)
+    lo = jnp.minimum(lo, whole - 1)
+    first, last = (_element_at(x, p, pos, axis_name) for p in (lo, hi))
+    return jnp.where(pos < lo[..., None], first, jnp.where(pos > hi[..., None], last, x))
+
+
+def _element_at(x: jax.Array, p: jax.Array, pos: jax.Array, axis_name) -> jax.Array:
+    """x's element at position p of each row (pos: x's positions), bit for bit, shaped to
+    broadcast against x; with axis_name, from the device that holds it."""
+    local = p[..., None] - pos[..., :1]
+    if axis_name is None:
+        return take_along_bits(x, local, -1)
+    d = x.shape[-1]
+    mine = (local >= 0) & (local < d)
+    bits = to_bits(take_along_bits(x, jnp.clip(local, 0, d - 1), -1))
+    bits = lax.psum(jnp.where(mine, bits, jnp.zeros_like(bits)), axis_name)
+    return from_bits(bits, x.dtype, x.weak_type)
 
 
 def require_sorted(
@@ -150,14 +170,17 @@ def require_sorted(
     descending: bool,
     begin: jax.Array | None = None,
     end: jax.Array | None = None,
+    axis_name=None,
 ) -> None:
     """With check_sorted_inputs on, a checkify check that every row of x (sorted axis LAST) is
     sorted over [begin, end) (default: all of it); nothing otherwise. `name` is how the message
-    names the input (no braces: it is a format string)."""
+    names the input (no braces: it is a format string). With axis_name (inside shard_map), x is
+    this device's shard of rows split along it: the whole rows are checked; an array split over
+    devices is checked shard by shard (the sharded layer's is_sorted, never a gather)."""
     if not checks_enabled():
         return
-    part = x if begin is None and end is None else _valid_part(x, begin, end)
-    ok = is_sorted_rows(part, descending=descending)
+    part = x if begin is None and end is None else _valid_part(x, begin, end, axis_name)
+    (ok,) = call(Op("is_sorted", op, descending=descending), [part], axis_name)
     what = (f"jax_mergepath.{op}: {name} is not sorted in "
             f"{'descending' if descending else 'ascending'} order")
     hint = ("sort it first, or pass the direction it is sorted in (descending); "

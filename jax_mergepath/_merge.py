@@ -32,15 +32,12 @@ from jax_mergepath._args import (
 )
 from jax_mergepath._checked import require_sorted
 from jax_mergepath._dispatch import (
-    co_rank_rows,
-    is_sorted_rows,
     merge_by_key_rows,
     merge_rows,
-    merge_runs_rows,
 )
 from jax_mergepath._dtypes import check_x64_length, position_dtype, promote
 from jax_mergepath._primitives import Payload
-from jax_mergepath._sharded import merge_split_axis
+from jax_mergepath._sharded import AxisName, Op, call, check_axis_name
 
 
 def merge(
@@ -91,8 +88,9 @@ def merge(
         axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
             split: ``a`` and ``b`` are this device's shards of the globally sorted arrays and
             the result is its even share of the global merge (README "Sharded arrays"; not
-            with lengths). Outside ``shard_map``, arrays whose sharding splits ``axis`` over
-            explicit mesh axes merge across the devices by themselves.
+            with lengths). Outside ``shard_map``, arrays whose sharding splits ``axis``
+            (explicit or auto mesh axes, under ``jax.jit`` or not) merge across the devices by
+            themselves, moving only the elements whose device changes.
 
     Returns:
         The merged array, of length ``m + n`` along ``axis``; with ``return_indices=True``,
@@ -120,19 +118,20 @@ def merge(
     m, n = a.shape[ax], b.shape[ax]
     a_valid = row_lengths(a_length, m, batch, "a_length", op)
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
-    payload = Payload.INDEX if return_indices else Payload.NONE
     full_rows = a_length is None and b_length is None
-    if not full_rows and axis_name is not None:
+    if axis_name is not None and not full_rows:
         raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
     al, bl = jnp.moveaxis(a, ax, -1), jnp.moveaxis(b, ax, -1)
-    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op)
+    _require_pair_sorted(al, bl, a_valid, b_valid, a_length, b_length, ("a", "b"), descending, op,
+                         axis_name)
     if full_rows:
-        split = merge_split_axis(a, b, ax, axis_name, descending=descending,
-                                 return_indices=return_indices, op=op)
-        if split is not None:
-            return tuple(split) if return_indices else split[0]
+        out = call(Op("merge", op, descending=descending, positions=bool(return_indices)),
+                   [al, bl], axis_name)
+        out = [jnp.moveaxis(x, -1, ax) for x in out]
+        return tuple(out) if return_indices else out[0]
+    payload = Payload.INDEX if return_indices else Payload.NONE
     keys, extra = merge_rows(al, bl, a_valid, b_valid, (), descending=descending, payload=payload,
-                             full_rows=full_rows, op=op)
+                             full_rows=False, op=op)
     keys = jnp.moveaxis(keys, -1, ax)
     return (keys, jnp.moveaxis(extra, -1, ax)) if return_indices else keys
 
@@ -147,15 +146,17 @@ def _require_pair_sorted(
     names: tuple[str, str],
     descending: bool,
     op: str,
+    axis_name: AxisName | None = None,
 ) -> None:
     """The checked mode's check of a merge's inputs (merged axis last): the valid prefix of
-    each row when a length was given, else the whole row."""
+    each row when a length was given, else the whole row (along the split axis with
+    axis_name)."""
     for x, valid, length, name, length_name in (
         (a, a_valid, a_length, names[0], "a_length"),
         (b, b_valid, b_length, names[1], "b_length"),
     ):
         if length is None:
-            require_sorted(x, name, op, descending)
+            require_sorted(x, name, op, descending, axis_name=axis_name)
         else:
             require_sorted(x, f"{name} (its valid prefix, {length_name})", op, descending,
                            end=valid)
@@ -171,6 +172,7 @@ def merge_by_key(
     descending: bool = False,
     a_length: ArrayLike | None = None,
     b_length: ArrayLike | None = None,
+    axis_name: AxisName | None = None,
 ) -> tuple[jax.Array, PyTree]:
     """Stable merge of sorted keys, moving values (arrays or pytrees of arrays) with them.
 
@@ -194,6 +196,11 @@ def merge_by_key(
         a_length: how many leading elements of each row of ``a_keys`` are valid: an int or an
             int array of the batch shape, clamped to ``[0, m]``. None: all ``m``.
         b_length: the same for ``b_keys``, clamped to ``[0, n]``.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
+            split: the arguments are this device's shards and the result is its even share of
+            the global merge (README "Sharded arrays"; not with lengths). Outside
+            ``shard_map``, arrays whose sharding splits ``axis`` merge across the devices by
+            themselves.
 
     Returns:
         ``(merged keys, merged values)``, the values in ``a_values``' pytree structure.
@@ -240,9 +247,17 @@ def merge_by_key(
     a_valid = row_lengths(a_length, m, batch, "a_length", op)
     b_valid = row_lengths(b_length, n, batch, "b_length", op)
     full_rows = a_length is None and b_length is None
+    if axis_name is not None and not full_rows:
+        raise ValueError(f"jax_mergepath.{op}: a_length / b_length do not go with axis_name")
     ak, bk = jnp.moveaxis(a_keys, ax, -1), jnp.moveaxis(b_keys, ax, -1)
     _require_pair_sorted(ak, bk, a_valid, b_valid, a_length, b_length, ("a_keys", "b_keys"),
-                         descending, op)
+                         descending, op, axis_name)
+    if full_rows:
+        last = a_keys.ndim - 1
+        values = [jnp.moveaxis(x, ax, last) for x in [*a_leaves, *b_leaves]]
+        out = call(Op("merge_by_key", op, descending=descending), [ak, bk, *values], axis_name)
+        out = [jnp.moveaxis(x, last, ax) for x in out]
+        return out[0], jax.tree.unflatten(a_tree, out[1:])
     keys, out_leaves = merge_by_key_rows(ak, bk, a_valid, b_valid, a_leaves, b_leaves,
                                          descending=descending, full_rows=full_rows, op=op,
                                          leaf_axis=ax)
@@ -256,6 +271,7 @@ def merge_runs(
     axis: int = -1,
     descending: bool = False,
     return_indices: bool = False,
+    axis_name: AxisName | None = None,
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Merge the sorted runs ``x[..., :split]`` and ``x[..., split:]`` of every row.
 
@@ -271,6 +287,11 @@ def merge_runs(
         descending: the runs are sorted largest first; so is the result.
         return_indices: also return, for each output, its position in the row of ``x``
             (int32, or int64 when ``jax_enable_x64`` is on).
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
+            split: ``x`` is this device's shard, ``split`` a position in the whole row, and the
+            result its even share of the merged rows (README "Sharded arrays"). Outside
+            ``shard_map``, an array whose sharding splits ``axis`` merges across the devices
+            by itself.
 
     Returns:
         ``x`` with every row merged; with ``return_indices=True``, ``(merged, indices)``.
@@ -292,20 +313,23 @@ def merge_runs(
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
     d = x.shape[ax]
-    check_x64_length(d, op, "the merged axis")
+    whole = d if axis_name is None else d * check_axis_name(axis_name, op)  # the global row
+    check_x64_length(whole, op, "the merged axis")
     batch = batch_shape(x, ax)
-    splits = row_lengths(split, d, batch, "split", op)
+    splits = row_lengths(split, whole, batch, "split", op)
     xl = jnp.moveaxis(x, ax, -1)
-    require_sorted(xl, "x's first run (before split)", op, descending, end=splits)
-    require_sorted(xl, "x's second run (from split on)", op, descending, begin=splits)
-    keys, idx = merge_runs_rows(
-        xl, splits, descending=descending, return_indices=bool(return_indices), op=op
-    )
-    keys = jnp.moveaxis(keys, -1, ax)
-    return (keys, jnp.moveaxis(idx, -1, ax)) if return_indices else keys
+    require_sorted(xl, "x's first run (before split)", op, descending, end=splits,
+                   axis_name=axis_name)
+    require_sorted(xl, "x's second run (from split on)", op, descending, begin=splits,
+                   axis_name=axis_name)
+    out = call(Op("merge_runs", op, descending=descending, positions=bool(return_indices)),
+               [xl, splits], axis_name)
+    out = [jnp.moveaxis(o, -1, ax) for o in out]
+    return tuple(out) if return_indices else out[0]
 
 
-def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = False) -> jax.Array:
+def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = False,
+            axis_name: AxisName | None = None) -> jax.Array:
     """Merge-path partition: how many elements of ``a`` are among the first ``k`` of
     ``merge(a, b)``, so that ``merge(a, b)[:k] == merge(a[:i], b[:k - i])``.
 
@@ -324,6 +348,11 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         b: keys sorted likewise, with ``a``'s leading (batch) dimensions; ``a`` and ``b`` of
             different dtypes are promoted as for :func:`merge`.
         descending: ``a`` and ``b`` are sorted largest first.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which the last axis of
+            ``a`` and ``b`` is split: they are this device's shards of the whole sorted arrays,
+            ``k`` its own queries, positions in the whole merge (README "Sharded arrays").
+            Outside ``shard_map``, arrays whose sharding splits that axis are searched across
+            the devices by themselves (never gathered).
 
     Returns:
         ``i`` of ``k``'s shape (a 0-d ``k`` with batched ``a`` and ``b``: the batch shape),
@@ -346,7 +375,8 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
     a, b = promote_keys(a, b, ("a", "b"), op)
     descending = check_direction(descending, op)
     batch = check_batch({"a": a.shape[:-1], "b": b.shape[:-1]}, op)
-    m, n = a.shape[-1], b.shape[-1]
+    g = 1 if axis_name is None else check_axis_name(axis_name, op)
+    m, n = a.shape[-1] * g, b.shape[-1] * g  # (the whole arrays)
     check_x64_length(m + n, op, "the merged axis")
     kdt = position_dtype(m + n)
     k = (
@@ -363,13 +393,14 @@ def co_rank(k: ArrayLike, a: ArrayLike, b: ArrayLike, *, descending: bool = Fals
         )
     query_shape = k.shape[len(batch) :]
     kk = clamp_index(k, m + n, kdt).reshape(*batch, math.prod(query_shape))  # (batch may hold 0)
-    require_sorted(a, "a", op, descending)
-    require_sorted(b, "b", op, descending)
-    out = co_rank_rows(kk, a, b, descending=descending, op=op)
+    require_sorted(a, "a", op, descending, axis_name=axis_name)
+    require_sorted(b, "b", op, descending, axis_name=axis_name)
+    (out,) = call(Op("co_rank", op, descending=descending), [kk, a, b], axis_name)
     return out.reshape(*batch, *query_shape)
 
 
-def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.Array:
+def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False,
+              axis_name: AxisName | None = None) -> jax.Array:
     """Whether each row of ``x`` is sorted along ``axis``: the precondition of the merges.
 
     The order is the package's key order, ``jnp.argsort(stable=True)``'s: NaN last when
@@ -382,6 +413,11 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
         x: keys of a key dtype, >= 1-d.
         axis: the axis along which rows must be sorted.
         descending: check for largest first instead.
+        axis_name: inside ``jax.shard_map``, the mesh axis (or axes) over which ``axis`` is
+            split: ``x`` is this device's shard and the answer is the whole row's, on every
+            device (README "Sharded arrays"). Outside ``shard_map``, an array whose sharding
+            splits ``axis`` is checked shard by shard by itself (one element crosses each
+            shard boundary).
 
     Returns:
         bool of ``x``'s shape without ``axis`` (a scalar for 1-d ``x``); rows of 0 or 1 elements
@@ -401,4 +437,6 @@ def is_sorted(x: ArrayLike, *, axis: int = -1, descending: bool = False) -> jax.
     x = as_key_array(x, "x", op)
     descending = check_direction(descending, op)
     ax = normalize_axis(axis, x.ndim, "x", op)
-    return is_sorted_rows(jnp.moveaxis(x, ax, -1), descending=descending)
+    (ok,) = call(Op("is_sorted", op, descending=descending), [jnp.moveaxis(x, ax, -1)],
+                 axis_name)
+    return ok

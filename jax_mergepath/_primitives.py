@@ -62,19 +62,45 @@ def _weak(aval) -> bool:
     return bool(getattr(aval, "weak_type", False))
 
 
+def _vma(aval) -> frozenset:
+    """The manual mesh axes along which aval varies (jax 0.10: aval.mat.varying; later
+    versions: aval.vma)."""
+    mat = getattr(aval, "mat", None)
+    return frozenset(mat.varying if mat is not None else getattr(aval, "vma", frozenset()))
+
+
+def _typed(like, operands, shape, dtype, weak_type: bool = False, drop_last: bool = False):
+    """An output aval of shape and dtype typed as `like`, an operand: its sharding (its mesh
+    and spec, the last entry dropped when `drop_last`) and the manual axes it varies along,
+    which must be every operand's (as lax.sort_p's outputs, which are its operands' avals).
+    Outputs typed so keep explicit-axis shardings (jit, vmap and grad over sharded rows) and
+    shard_map's varying types."""
+    varying = frozenset().union(*(_vma(a) for a in operands))
+    base = next((a for a in [like, *operands] if _vma(a) >= varying), like)
+    kwargs = {}
+    sharding = getattr(base, "sharding", None)
+    if sharding is not None and getattr(sharding, "spec", None) is not None:
+        spec = tuple(sharding.spec) + (None,) * (base.ndim - len(sharding.spec))
+        if drop_last:
+            spec = spec[:-1]
+        kwargs["sharding"] = sharding.update(spec=spec)
+    return base.update(shape=tuple(shape), dtype=np.dtype(dtype), weak_type=weak_type, **kwargs)
+
+
 def _merge_out_length(a_shape: Sequence[int], b_shape: Sequence[int], runs: bool) -> int:
     return a_shape[-1] if runs else a_shape[-1] + b_shape[-1]
 
 
 def _merge_abstract_eval(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows):
-    del a_valid, b_valid, descending, full_rows
+    del descending, full_rows
     shape = (*a.shape[:-1], _merge_out_length(a.shape, b.shape, runs))
-    outs = [ShapedArray(shape, a.dtype, weak_type=_weak(a) and (runs or _weak(b)))]
+    operands = [a, b, a_valid, b_valid, *values]
+    outs = [_typed(a, operands, shape, a.dtype, weak_type=_weak(a) and (runs or _weak(b)))]
     if payload == Payload.INDEX:
-        outs.append(ShapedArray(shape, np.int32))
+        outs.append(_typed(a, operands, shape, np.int32))
     elif payload == Payload.VALUE:
         weak = all(_weak(v) for v in values)
-        outs.append(ShapedArray(shape, values[0].dtype, weak_type=weak))
+        outs.append(_typed(a, operands, shape, values[0].dtype, weak_type=weak))
     return outs
 
 
@@ -165,7 +191,7 @@ def _float_tangent(x) -> bool:
 def _gather_tangent(tangents, primals, idx, runs: bool):
     """Tangent of a permuted output: gather concat(tangents) by idx (zeros stay symbolic)."""
     if all(type(t) is ad.Zero for t in tangents) or not _float_tangent(primals[0]):
-        aval = ShapedArray(idx.shape, primals[0].dtype)
+        aval = jax.typeof(idx).update(dtype=np.dtype(primals[0].dtype), weak_type=False)
         return ad.Zero(aval.to_tangent_aval())
     parts = [ad.instantiate_zeros(t) for t in tangents]
     src = parts[0] if runs else jnp.concatenate(parts, axis=-1)
@@ -233,12 +259,12 @@ def _query_primitive(name: str, target: str, abstract_eval) -> Primitive:
 co_rank_p = _query_primitive(
     "jmp_co_rank",
     "jmp_co_rank",
-    lambda k, a, b, *, descending: ShapedArray(k.shape, np.int32),
+    lambda k, a, b, *, descending: _typed(k, [k, a, b], k.shape, np.int32),
 )
 is_sorted_p = _query_primitive(
     "jmp_is_sorted",
     "jmp_is_sorted",
-    lambda x, *, descending: ShapedArray(x.shape[:-1], np.bool_),
+    lambda x, *, descending: _typed(x, [x], x.shape[:-1], np.bool_, drop_last=True),
 )
 
 
@@ -250,11 +276,13 @@ sort_p.multiple_results = True
 
 def _sort_abstract_eval(keys, *values, descending, payload, keys_needed=True):
     del descending, keys_needed
-    outs = [ShapedArray(keys.shape, keys.dtype, weak_type=_weak(keys))]
+    operands = [keys, *values]
+    outs = [_typed(keys, operands, keys.shape, keys.dtype, weak_type=_weak(keys))]
     if payload == Payload.INDEX:
-        outs.append(ShapedArray(keys.shape, np.int32))
+        outs.append(_typed(keys, operands, keys.shape, np.int32))
     elif payload == Payload.VALUE:
-        outs.append(ShapedArray(keys.shape, values[0].dtype, weak_type=_weak(values[0])))
+        outs.append(_typed(keys, operands, keys.shape, values[0].dtype,
+                           weak_type=_weak(values[0])))
     return outs
 
 
@@ -343,7 +371,8 @@ ad.primitive_jvps[sort_p] = _sort_jvp
 # ---------------------------------------------------------------- searchsorted_p
 
 searchsorted_p = Primitive("jmp_searchsorted")
-searchsorted_p.def_abstract_eval(lambda a, v, *, right, sorted_v: ShapedArray(v.shape, np.int32))
+searchsorted_p.def_abstract_eval(
+    lambda a, v, *, right, sorted_v: _typed(v, [a, v], v.shape, np.int32))
 searchsorted_p.def_impl(_eager_impl(searchsorted_p))
 
 

@@ -7,12 +7,12 @@ Contract: the candidates of device d come after those of device d - 1 and, withi
 index) order: the top k of the candidates is the global top k, bit for bit the single-device
 result. Global indices are int32, int64 for an axis of more than 2**31 keys (jax_enable_x64).
 
-Entered as the sorts are (_sharded.py): `axis_name` inside a user's shard_map, or an array whose
-sharding splits the axis over explicit mesh axes (read from its type or, concrete, its
-NamedSharding: a cached jit of a shard_map). An axis split over auto mesh axes under jax.jit is
-not seen here (its sharding is not in the type): XLA gathers it first, correct but not
-distributed. The hook for it is `topk_split_axis`, where the sorts' auto-axis entry (custom
-partitioning) would go.
+Entered as the sorts are (_sharded/entry.py): `axis_name` inside a user's shard_map, or an
+array whose sharding splits the axis over explicit mesh axes (read from its type or, concrete,
+its NamedSharding: a cached jit of a shard_map). An axis split over auto mesh axes under jax.jit
+is not seen here (its sharding is not in the type): XLA gathers it first, correct but not
+distributed (the sorts' auto-axis entry, _sharded/auto.py, keeps outputs split like the inputs;
+top_k's are replicated).
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ from jax import lax
 from jax_mergepath._bits import from_bits, gather_along, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT
 from jax_mergepath._select_dispatch import top_k_rows
-from jax_mergepath._sharded import (
+from jax_mergepath._sharded.layout import (
     AxisName,
-    _check_axis_name,
-    _check_divisible,
-    _pad_spec,
-    _placed,
-    _split_sharding,
-    _varying,
+    check_axis_name,
+    check_divisible,
+    full_spec,
+    names_of,
+    placed,
+    split_sharding,
+    varying,
 )
 
 
@@ -54,19 +55,19 @@ def topk_split_axis(
     split over devices (named by axis_name inside shard_map, or read from x's sharding); None
     otherwise. check_k(global length) checks k and returns it."""
     if axis_name is not None:
-        g = _check_axis_name(axis_name, op)
+        g = check_axis_name(axis_name, op)
         k = check_k(g * x.shape[ax])
         return _topk_shards(x, leaves, k, ax, axis_name, largest)
-    found = _split_sharding(x, ax)
+    found = split_sharding(x, ax)
     if found is None:
         return None
     mesh, spec = found
     entry = spec[ax]
-    _check_divisible(x.shape[ax], mesh, entry, "the selected axis", op)
+    check_divisible(x.shape[ax], mesh, entry, "the selected axis", op)
     k = check_k(x.shape[ax])
-    key_spec = _pad_spec(spec, x.ndim)
-    specs = [key_spec] + [_pad_spec(key_spec, leaf.ndim) for leaf in leaves]
-    arrays = [_placed(a, mesh, s) for a, s in zip([x, *leaves], specs, strict=True)]
+    key_spec = full_spec(spec, x.ndim)
+    specs = [key_spec] + [full_spec(key_spec, leaf.ndim) for leaf in leaves]
+    arrays = [placed(a, mesh, s) for a, s in zip([x, *leaves], specs, strict=True)]
     out_specs = [_unsplit(s, ax) for s in specs]
     out_specs.insert(1, out_specs[0])  # (the indices)
     mapped = _mapped_topk(mesh, tuple(specs), tuple(out_specs), len(leaves), k, ax, entry,
@@ -110,7 +111,7 @@ def _gather_everywhere(x: jax.Array, axis_name: AxisName, ax: int) -> jax.Array:
 
 def _gather_bits(x: jax.Array, axis_name: AxisName, ax: int) -> jax.Array:
     """_gather_everywhere of x's bits (every NaN payload and -0.0 kept)."""
-    bits = _gather_everywhere(_varying(to_bits(x), axis_name), axis_name, ax)
+    bits = _gather_everywhere(varying(to_bits(x), names_of(axis_name)), axis_name, ax)
     return from_bits(bits, x.dtype, x.weak_type)
 
 
@@ -165,7 +166,7 @@ def _topk_shards(x, leaves, k, ax, axis_name, largest):
         """ct (shaped like the selection) added at the selected places `where` of a zero a."""
         if not jnp.issubdtype(a.dtype, jnp.inexact):
             return np.zeros(a.shape, jax.dtypes.float0)
-        return _varying(_scatter_add_along(a, where, ct.astype(a.dtype), ax), axis_name)
+        return varying(_scatter_add_along(a, where, ct.astype(a.dtype), ax), names_of(axis_name))
 
     @jax.custom_vjp
     def select(x, leaves):

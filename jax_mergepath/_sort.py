@@ -31,12 +31,9 @@ from jax_mergepath._args import (
     normalize_axis,
     static_int,
 )
-from jax_mergepath._bits import gather_along
 from jax_mergepath._checked import require_sorted
-from jax_mergepath._dispatch import fusable_values, lexsort_rows, searchsorted_rows, sort_rows
 from jax_mergepath._dtypes import promote, requested_dtype
-from jax_mergepath._primitives import Payload
-from jax_mergepath._sharded import AxisName, searchsorted_split_axis, sort_split_axis
+from jax_mergepath._sharded import AxisName, Op, call
 
 
 def _prepare(
@@ -122,8 +119,8 @@ def sort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``axis`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         a sorted along axis (of shape ``(a.size,)`` for ``axis=None``), of a's dtype and weak
@@ -149,12 +146,8 @@ def sort(
     del stable  # always stable
     op = "sort"
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, axis_name, op)
-    split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=descending,
-                            positions=False, op=op)
-    if split is not None:
-        return split[0]
-    keys, _ = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
-                        payload=Payload.NONE, op=op, reverse_ties=True)
+    (keys,) = call(Op("sort", op, descending=descending, reverse_ties=descending),
+                   [jnp.moveaxis(x, ax, -1)], axis_name)
     return jnp.moveaxis(keys, -1, ax)
 
 
@@ -186,9 +179,9 @@ def argsort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global argsort, in global positions (README "Sharded arrays").
-            Not needed outside ``shard_map``: an array whose sharding splits ``axis`` over
-            explicit mesh axes (``jax.make_mesh``'s default) is sorted across the devices by
-            itself.
+            Not needed outside ``shard_map``: an array whose sharding splits ``axis``
+            (explicit or auto mesh axes, under ``jax.jit`` or not) is sorted across the devices
+            by itself.
         dtype: the positions' dtype, as ``jnp.argsort``'s ``dtype`` (canonicalized as jnp
             does: int64 is int32 with x64 off, with jnp's warning; positions that do not fit
             wrap, as jnp's iota of that dtype).
@@ -215,14 +208,9 @@ def argsort(
     op = "argsort"
     x, ax, descending = _jnp_sort_args(a, axis, kind, order, descending, axis_name, op)
     positions = None if dtype is None else requested_dtype(dtype, op)
-    split = sort_split_axis([x], [], ax, axis_name, descending=descending, reverse_ties=False,
-                            positions=True, op=op)
-    if split is not None:
-        idx = split[-1]
-    else:
-        _, idx = sort_rows(jnp.moveaxis(x, ax, -1), (), descending=descending,
-                           payload=Payload.INDEX, op=op, wrap_positions=True, keys_needed=False)
-        idx = jnp.moveaxis(idx, -1, ax)
+    (idx,) = call(Op("argsort", op, descending=descending), [jnp.moveaxis(x, ax, -1)],
+                  axis_name)
+    idx = jnp.moveaxis(idx, -1, ax)
     return idx if positions is None else idx.astype(positions)
 
 
@@ -257,8 +245,8 @@ def sort_by_key(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``axis`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``axis`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``axis`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values in the same pytree structure, permuted)``.
@@ -280,19 +268,11 @@ def sort_by_key(
     op = "sort_by_key"
     keys, ax, descending = _prepare(keys, axis, descending, op, "keys")
     leaves, tree = _check_leaves(values, keys, "values", op)
-    split = sort_split_axis([keys], leaves, ax, axis_name, descending=descending,
-                            reverse_ties=False, positions=False, op=op)
-    if split is not None:
-        return split[0], jax.tree.unflatten(tree, split[1:])
-    kl = jnp.moveaxis(keys, ax, -1)
-    if fusable_values(leaves, keys.shape):
-        out, moved = sort_rows(kl, (jnp.moveaxis(leaves[0], ax, -1),), descending=descending,
-                               payload=Payload.VALUE, op=op)
-        return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, [jnp.moveaxis(moved, -1, ax)])
-    out, idx = sort_rows(kl, (), descending=descending, payload=Payload.INDEX, op=op)
-    idx = jnp.moveaxis(idx, -1, ax)
-    moved = [gather_along(leaf, idx, ax) for leaf in leaves]
-    return jnp.moveaxis(out, -1, ax), jax.tree.unflatten(tree, moved)
+    last = keys.ndim - 1
+    out = call(Op("sort_by_key", op, descending=descending),
+               [jnp.moveaxis(x, ax, last) for x in [keys, *leaves]], axis_name)
+    out = [jnp.moveaxis(x, last, ax) for x in out]
+    return out[0], jax.tree.unflatten(tree, out[1:])
 
 
 def _lax_sort(
@@ -314,12 +294,8 @@ def _lax_sort(
     if ops[0].ndim == 0:
         raise ValueError(f"jax_mergepath.{op}: operands must have at least one dimension")
     ax = normalize_axis(dimension, ops[0].ndim, names[0], op, arg="dimension")
-    split = sort_split_axis(ops[:num_keys], ops[num_keys:], ax, axis_name, descending=False,
-                            reverse_ties=False, positions=False, op=op)
-    if split is not None:
-        return split
-    last = [jnp.moveaxis(x, ax, -1) for x in ops]
-    out = lexsort_rows(last[:num_keys], last[num_keys:], op)
+    out = call(Op("lax_sort", op, nk=num_keys), [jnp.moveaxis(x, ax, -1) for x in ops],
+               axis_name)
     return [jnp.moveaxis(x, -1, ax) for x in out]
 
 
@@ -352,8 +328,8 @@ def lax_sort(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``dimension`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``dimension`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         As ``jax.lax.sort``: the sorted array for a single array; a tuple of the sorted arrays
@@ -417,8 +393,8 @@ def sort_key_val(
         axis_name: inside ``jax.shard_map``, the mesh axis (or tuple of axes) over which
             ``dimension`` is split: the arguments are this device's shards and the result is its
             even share of the global sort (README "Sharded arrays"). Not needed outside
-            ``shard_map``: an array whose sharding splits ``dimension`` over explicit mesh axes
-            (``jax.make_mesh``'s default) is sorted across the devices by itself.
+            ``shard_map``: an array whose sharding splits ``dimension`` (explicit or auto mesh
+            axes, under ``jax.jit`` or not) is sorted across the devices by itself.
 
     Returns:
         ``(sorted keys, values permuted with them)``.
@@ -490,8 +466,8 @@ def searchsorted(
             sorted axis is split: ``a`` and ``v`` are this device's shards (its part of the
             sorted ``a``, its own queries) and the result is its queries' global positions
             (README "Sharded arrays"). Outside ``shard_map``, an ``a`` whose sharding splits
-            its sorted axis over explicit mesh axes is searched shard by shard by itself (the
-            queries replicated, the counts summed; never a gather of ``a``).
+            its sorted axis (explicit or auto mesh axes) is searched shard by shard by itself
+            (the counts summed; never a gather of ``a``).
 
     Returns:
         positions of v's shape, in ``jnp.searchsorted``'s dtype: int32, int64 when ``a``'s
@@ -538,9 +514,9 @@ def searchsorted(
     batch = a_arr.shape[:-1]
     if sorter is not None:
         a_arr = _apply_sorter(a_arr, sorter, op)
-    require_sorted(a_arr, "a" if sorter is None else "a[sorter]", op, False)
+    require_sorted(a_arr, "a" if sorter is None else "a[sorter]", op, False, axis_name=axis_name)
     if sorted_v and v_arr.ndim > 0:
-        require_sorted(v_arr, "v (sorted_v=True)", op, False)
+        require_sorted(v_arr, "v (sorted_v=True)", op, False, axis_name=axis_name)
     if v_arr.shape[: len(batch)] != batch:
         raise ValueError(
             f"jax_mergepath.{op}: v's leading dimensions must be a's batch shape {batch}, "
@@ -548,16 +524,11 @@ def searchsorted(
         )
     query_shape = v_arr.shape[len(batch) :]
     flat = v_arr.reshape(*batch, math.prod(query_shape))
-    right = side == "right"
-    split = searchsorted_split_axis(a_arr, flat, axis_name, right=right, op=op)
-    if split is not None:
-        return split.reshape(v_arr.shape)
     # One merge path per row of a needs that row's queries sorted as one sequence (with several
     # query axes, each sorted along the last, every query is searched on its own instead).
-    out = searchsorted_rows(
-        a_arr, flat, right=side == "right", sorted_v=bool(sorted_v) and len(query_shape) <= 1,
-        op=op,
-    )
+    search = Op("searchsorted", op, right=side == "right",
+                sorted_v=bool(sorted_v) and len(query_shape) <= 1)
+    (out,) = call(search, [a_arr, flat], axis_name)
     return out.reshape(v_arr.shape)
 
 

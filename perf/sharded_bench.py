@@ -23,7 +23,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jax_mergepath as jmp
-from jax_mergepath import _sharded
+from jax_mergepath._keys import order_keys
+from jax_mergepath._sharded import exchange as exchange_module
+from jax_mergepath._sharded.exchange import exchange_chunk
+from jax_mergepath._sharded.layout import bound_axes
+from jax_mergepath._sharded.sort import _merge_received
+from jax_mergepath._sharded.splitters import splitters
 
 
 def timed(f, *args, reps: int) -> float:
@@ -70,9 +75,7 @@ def split_times(x, g: int, reps: int) -> dict:
 
     def with_cuts(x):
         k = jmp.sort(x)
-        okeys = [o for o in _sharded.order_keys(k)]
-        tie = jax.lax.axis_index("d").astype(np.int32)
-        return k, _sharded._cuts(okeys, tie, "d", g)
+        return k, splitters(order_keys(k, False), bound_axes("d"), g, False)
 
     sm = jax.shard_map
     t_local = timed(jax.jit(sm(local_sort, mesh=mesh, in_specs=spec, out_specs=spec)), x,
@@ -84,13 +87,13 @@ def split_times(x, g: int, reps: int) -> dict:
     runs = jax.device_put(x.addressable_shards[0].data, jax.devices()[0])  # n keys
     runs = jnp.sort(runs.reshape(g, n // g), axis=-1).reshape(-1)  # g sorted runs
     sizes = jnp.full((g,), n // g, np.int32)
-    t_merge = timed(jax.jit(lambda b: _sharded._merge_received(
+    t_merge = timed(jax.jit(lambda b: _merge_received(
         [b], [], sizes, descending=False, op="sort")[0][0]), runs, reps=reps)
     del runs
     cuts = np.asarray(jax.jit(sm(with_cuts, mesh=mesh, in_specs=spec,
                                  out_specs=(spec, spec)))(x)[1]).reshape(g, g + 1)
     sent = np.diff(cuts, axis=1)
-    chunk = max(1, min(n, int(np.ceil(_sharded.EXCHANGE_CHUNK * n / g))))
+    chunk = exchange_chunk(n, g)
     rounds = int(np.ceil(sent.max() / chunk))
     moved = rounds * chunk * (g - 1) * g * x.dtype.itemsize  # bytes between devices
     return {"local_sort_ms": 1e3 * t_local, "splitters_ms": 1e3 * (t_cuts - t_local),
@@ -133,16 +136,16 @@ def run_case(name: str, n: int, dtype, fn_ours, fn_jnp, counts, reps: int, rows:
         del xa
         if name.startswith("sort int32"):
             row.update(split_times(xs, g, reps))
-            saved = _sharded.EXCHANGE
+            saved = exchange_module.EXCHANGE
             try:
                 if not ragged:
                     raise RuntimeError("not measured (--ragged)")
-                _sharded.EXCHANGE = "ragged"
+                exchange_module.EXCHANGE = "ragged"
                 row["ragged_ms"] = 1e3 * timed(jax.jit(lambda x: jmp.sort(x)), xs, reps=reps)
             except Exception as e:  # noqa: BLE001
                 row["ragged_error"] = str(e).split("\n")[0][:200]
             finally:
-                _sharded.EXCHANGE = saved
+                exchange_module.EXCHANGE = saved
             for skew, make in (("all equal", lambda x: x * 0),
                                ("presorted", lambda x: jnp.sort(x)),
                                ("reversed", lambda x: jnp.sort(x)[::-1]),

@@ -30,8 +30,10 @@ NATIVE = {"_cpu", "_cuda"}  # the nanobind modules
 @functools.cache
 def _imports() -> dict[str, set[str]]:
     """Each module of the package -> the package modules it imports (anywhere in its body)."""
-    graph = {}
-    for path in PACKAGE.glob("*.py"):
+    graph: dict[str, set[str]] = {}
+    for path in [*PACKAGE.glob("*.py"), *PACKAGE.glob("_sharded/*.py")]:
+        # (a subpackage is one module of its layer: its files' imports together)
+        module = path.parent.name if path.parent != PACKAGE else path.stem
         found = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -42,7 +44,7 @@ def _imports() -> dict[str, set[str]]:
             elif isinstance(node, ast.Import):
                 found |= {a.name.split(".")[1] for a in node.names
                           if a.name.startswith("jax_mergepath.")}
-        graph[path.stem] = found - NATIVE
+        graph[module] = graph.get(module, set()) | (found - NATIVE - {module})
     return graph
 
 
