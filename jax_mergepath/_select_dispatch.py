@@ -82,8 +82,9 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     if k == 0:
         return jnp.zeros(shape, x.dtype), jnp.zeros(shape, np.int32)
     way = _way(x)
+    route, strategy = forced_route_value()
     params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),
-              "route": forced_route_value()}
+              "route": route, "strategy": strategy}
     length = x.shape[-1]
     if isinstance(length, int) and length >= INT32_LIMIT:
         values, idx = _by_xla(way.operand, k=k, largest=bool(largest), key_class=way.key_class)
