@@ -109,6 +109,27 @@ def _reverse_bits_jvp(axis: int, primals, tangents):
     return reverse_bits(x, axis), lax.rev(x_dot, (axis,))
 
 
+@partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _moveaxis_bits(x: jax.Array, source: int, destination: int) -> jax.Array:
+    return _on_bits(lambda b: jnp.moveaxis(b, source, destination), x.dtype, x)
+
+
+@_moveaxis_bits.defjvp
+def _moveaxis_bits_jvp(source: int, destination: int, primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return (_moveaxis_bits(x, source, destination),
+            jnp.moveaxis(x_dot, source, destination))
+
+
+def moveaxis_bits(x: jax.Array, source: int, destination: int) -> jax.Array:
+    """`jnp.moveaxis(x, source, destination)`, bit for bit (a transpose of the bits: XLA:GPU may
+    move narrow floats through a wider type, as it does in its reverse of float8_e5m2); x itself
+    where the axis stays."""
+    if source % x.ndim == destination % x.ndim:
+        return x
+    return _moveaxis_bits(x, source, destination)
+
+
 def gather_along(src: jax.Array, idx: jax.Array, ax: int) -> jax.Array:
     """src[..., idx, ...] along ax, bit for bit: idx is shaped like the keys, src like them with
     optional trailing dimensions (values moved by a sort's or merge's permutation)."""

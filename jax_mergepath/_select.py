@@ -23,11 +23,11 @@ from jax_mergepath._args import (
     normalize_axis,
     static_int,
 )
-from jax_mergepath._bits import concatenate_bits, gather_along, take_along_bits, to_bits
+from jax_mergepath._bits import concatenate_bits, gather_along, moveaxis_bits, take_along_bits
 from jax_mergepath._dispatch import sort_rows
 from jax_mergepath._dtypes import INT32_LIMIT, definitely
 from jax_mergepath._primitives import Payload
-from jax_mergepath._select_dispatch import nan_folded, top_k_rows
+from jax_mergepath._select_dispatch import partition_keys, top_k_rows
 from jax_mergepath._select_sharded import AxisName, topk_split_axis
 
 
@@ -83,9 +83,9 @@ def _top_k(x: jax.Array, k, ax: int, largest: bool, axis_name: AxisName | None, 
         return split
     k = _check_k(k, x, ax, x.shape[ax], op)
     _check_int32(x, x.shape[ax], op)
-    values, idx = top_k_rows(jnp.moveaxis(x, ax, -1), k, largest=largest)
+    values, idx = top_k_rows(moveaxis_bits(x, ax, -1), k, largest=largest)
     idx = jnp.moveaxis(idx, -1, ax)
-    return jnp.moveaxis(values, -1, ax), idx, [gather_along(leaf, idx, ax) for leaf in leaves]
+    return moveaxis_bits(values, -1, ax), idx, [gather_along(leaf, idx, ax) for leaf in leaves]
 
 
 def _checked_global(k, x: jax.Array, ax: int, length, op: str) -> int:
@@ -241,21 +241,17 @@ def _partition_keys(x: jax.Array, kth: int) -> tuple[jax.Array, bool]:
     """(the keys a partition selects on, whether values must be gathered from x). XLA's total
     order, which gives jnp's result (negative NaNs first, positive ones last, -0.0 before +0.0),
     in the rows where that is a valid partition: every entry from kth on a positive NaN, or
-    every entry a NaN. In the other rows negative NaNs are ordered as positive ones (last)."""
-    folded = nan_folded(x)
-    if folded is None:
-        return x, False
-    nan = jnp.isnan(x)
-    positive_nans = jnp.sum(nan & (to_bits(folded) == to_bits(x)), axis=-1, keepdims=True)
-    as_jnp = (kth >= x.shape[-1] - positive_nans) | jnp.all(nan, axis=-1, keepdims=True)
-    return jnp.where(as_jnp, x, folded), True
+    every entry a NaN. In the other rows negative NaNs come last, after the positive ones
+    (_select_dispatch.partition_keys: unsigned keys made from the bits alone)."""
+    keys = partition_keys(x, kth)
+    return (x, False) if keys is None else (keys, True)
 
 
 def _partition_rows(a: ArrayLike, kth, axis, op: str):
     """(rows with the axis last, the axis, its length, kth normalized) of a partition's
     arguments, checked."""
     x, ax, n, kth = _partition_args(a, kth, axis, op)
-    return jnp.moveaxis(x, ax, -1), ax, n, kth
+    return moveaxis_bits(x, ax, -1), ax, n, kth
 
 
 def _bottom(x: jax.Array, kth: int) -> tuple[jax.Array, bool, jax.Array, jax.Array]:
@@ -305,7 +301,7 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:
     top, idx = top_k_rows(keys, n - kth - 1, largest=True)
     if gather:
         top = take_along_bits(rows, idx, -1)
-    return jnp.moveaxis(concatenate_bits((bottom, top), -1), -1, ax)
+    return moveaxis_bits(concatenate_bits((bottom, top), -1), -1, ax)
 
 
 def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> jax.Array:

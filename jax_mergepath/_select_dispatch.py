@@ -17,6 +17,7 @@ indices. The dtypes:
   misorders e5m2fnuz subnormals; we do not);
 - float4_e2m1fn: sign-magnitude bits (lax.top_k fails on it);
 the last two through an order key computed in jnp (uint8), their values gathered at the indices.
+`partition_keys` gives the partitions' keys: unsigned keys made from the bits alone, NaNs last.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jax_mergepath._bits import take_along_bits, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
@@ -82,8 +82,9 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     if k == 0:
         return jnp.zeros(shape, x.dtype), jnp.zeros(shape, np.int32)
     way = _way(x)
+    route, strategy = forced_route_value()
     params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),
-              "route": forced_route_value()}
+              "route": route, "strategy": strategy}
     length = x.shape[-1]
     if isinstance(length, int) and length >= INT32_LIMIT:
         values, idx = _by_xla(way.operand, k=k, largest=bool(largest), key_class=way.key_class)
@@ -96,19 +97,44 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     return with_weak_type(values, x.weak_type), idx
 
 
-def nan_folded(x: jax.Array) -> jax.Array | None:
-    """x with every negative NaN's sign bit cleared (NaN last whatever its sign, as the sorts
-    order it: the partitions), or None where x holds no such NaN (non-floats, float8_e8m0fnu,
-    the fnuz types whose NaN is ordered first as jnp orders it, float4_e2m1fn)."""
-    dt = np.dtype(x.dtype)
+def _nan_patterns(dt: np.dtype) -> tuple[int, int] | None:
+    """(bits, the smallest NaN magnitude) of a float dtype whose NaNs come in both signs, every
+    magnitude from that one up a NaN (the IEEE floats, the float8 types like them), else None
+    (non-floats, float8_e8m0fnu, the fnuz types whose one NaN jnp orders first, float4_e2m1fn)."""
     if not jnp.issubdtype(dt, jnp.floating):
         return None
     if dt in _NARROW_FLOATS:
         spec = _narrow_float(dt)
         if spec.nan_first or not spec.sign or spec.nan_mag_min >= 2**spec.bits:
             return None
-    bits = to_bits(x)
-    sign = bits.dtype.type(1 << (jax.dtypes.itemsize_bits(dt) - 1))
-    folded = jnp.where(jnp.isnan(x), bits & ~sign, bits)
-    return lax.bitcast_convert_type(folded, dt) if folded.dtype != dt else folded
+        return spec.bits, spec.nan_mag_min
+    info = jnp.finfo(dt)
+    infinity = ((1 << int(info.nexp)) - 1) << int(info.nmant)
+    return jax.dtypes.itemsize_bits(dt), infinity + 1
 
+
+def partition_keys(x: jax.Array, kth: int) -> jax.Array | None:
+    """Unsigned keys of x's width (*B, L) whose top_k order (KeyClass.UNSIGNED) is the partition's
+    at kth, or None where x's own order is it (x holds no negative NaN: _nan_patterns' None).
+    Integer operations on the bits alone (no float operation: XLA may rewrite a NaN's bits in
+    one). A row takes XLA's total order (KeyClass.FLOAT's order key u: jnp's result, negative
+    NaNs first) where that partitions it: every entry from kth on a positive NaN, or every entry
+    a NaN; the others u - N (mod 2**bits), N the negative NaNs' count of order keys (exactly the
+    u < N): the same order with the negative NaNs moved past the positive ones, so NaNs are last
+    whatever their sign and the keys stay a bijection of the bits (equal keys, equal bits: the
+    bottom and the top of a partition agree on its ties)."""
+    spec = _nan_patterns(np.dtype(x.dtype))
+    if spec is None:
+        return None
+    bits, nan_min = spec
+    b = to_bits(x)  # unsigned of the width (8-bit floats: uint8)
+    t = b.dtype.type
+    sign = 1 << (bits - 1)
+    u = b ^ jnp.where(b >= t(sign), t((1 << bits) - 1), t(sign))
+    negative_nans = sign - nan_min  # (their order keys: 0 .. negative_nans - 1)
+    positive_nan = u >= t(sign | nan_min)
+    nan = positive_nan | (u < t(negative_nans))
+    n = x.shape[-1]
+    positive = jnp.sum(positive_nan, axis=-1, keepdims=True, dtype=np.int32)
+    as_jnp = (kth >= n - positive) | jnp.all(nan, axis=-1, keepdims=True)
+    return jnp.where(as_jnp, u, u - t(negative_nans))

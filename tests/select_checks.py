@@ -87,6 +87,8 @@ def sorts_key(x: Any) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype == np.bool_:
         return x.astype(np.int64)
+    if x.dtype.kind == "u":  # (as uint64: uint64 keys past 2**63 stay numbers)
+        return x.astype(np.uint64)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return x.astype(np.int64)
     return order_key(x).astype(np.uint64)

@@ -22,8 +22,10 @@ _argpartition = jax.jit(jmp.argpartition, static_argnames=("kth", "axis"))
 _jnp_partition = jax.jit(jnp.partition, static_argnames=("kth", "axis"))
 _jnp_argpartition = jax.jit(jnp.argpartition, static_argnames=("kth", "axis"))
 
-DTYPES = [np.dtype(t) for t in (np.int8, np.int32, np.int64, np.uint8, np.uint32,
+DTYPES = [np.dtype(t) for t in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
                                 np.float16, np.float32, np.float64)] + [np.dtype(jnp.bfloat16)]
+FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)] + [
+    np.dtype(jnp.bfloat16), np.dtype(jnp.float8_e5m2), np.dtype(jnp.float8_e4m3fn)]
 
 
 def _check(x, kth, axis=-1):
@@ -77,6 +79,27 @@ def test_where_jnp_is_not_a_partition():
     out, idx = _check(nans, 2)
     assert np.isnan(out[3:5]).all()
     np.testing.assert_array_equal(np.sort(idx[:3]), [0, 2, 4])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+def test_nans_of_both_signs_with_one_payload(dtype, rng):
+    # A positive and a negative NaN of the same payload are distinct keys in every row: the
+    # bottom and the top never both take one of them (the result is a permutation), wherever
+    # kth falls among the NaNs, numbers and zeros.
+    bits = jax.dtypes.itemsize_bits(dtype)
+    sign = 1 << (bits - 1)
+    nan = np.array(np.nan, np.float32).astype(dtype).view(f"u{dtype.itemsize}")
+    payloads = [int(nan), int(nan) | 1] if bits > 8 else [int(nan)]
+    twins = [p for q in payloads for p in (q, q | sign)]
+    numbers = np.array([0.0, -0.0, 1.0, -1.0, 2.0], np.float32).astype(dtype)
+    twins = np.array(twins, f"u{dtype.itemsize}").view(dtype)
+    x = np.concatenate([numbers, twins, twins])
+    x = np.stack([x[rng.permutation(len(x))] for _ in range(3)])
+    for kth in range(x.shape[-1]):
+        out = np.asarray(_partition(x, kth=kth))
+        assert is_valid_partition(x, out, kth), (kth, x.view(f"u{dtype.itemsize}"), out)
+        idx = np.asarray(_argpartition(x, kth=kth))
+        assert is_valid_partition(x, np.take_along_axis(x, idx.astype(np.int64), -1), kth)
 
 
 def test_bool_and_axes(rng):

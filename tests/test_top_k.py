@@ -110,6 +110,27 @@ def test_long_rows_cut_into_chunks(pattern, k, rng):
     _check(x, k, largest=False)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+                         + [np.dtype(jnp.bfloat16), np.dtype(jnp.float8_e5m2)],
+                         ids=lambda d: d.name)
+def test_nan_payloads_along_every_axis(dtype, rng):
+    # NaN payloads of both signs and -0.0 made in numpy (no XLA operation touches them before the
+    # call), selected along every axis: the axis moves as bits, the values are the keys' bits.
+    width = np.dtype(f"u{dtype.itemsize}")
+    info = jnp.finfo(dtype)
+    nan = ((1 << int(info.nexp)) - 1) << int(info.nmant)
+    sign = 1 << (8 * dtype.itemsize - 1)
+    special = [nan | 1, nan | 3, nan | (1 << int(info.nmant)) - 1, sign | nan | 1,
+               sign | nan | 2, sign, 0, sign | 1]
+    x = rng.standard_normal((5, 7, 3)).astype(dtype)
+    b = x.view(width)
+    b.flat[rng.choice(b.size, 3 * len(special), replace=False)] = np.repeat(special, 3)
+    for axis in (0, 1, 2):
+        for largest in (True, False):
+            _check(x, 3, axis=axis, largest=largest)
+    _check(x, 5, axis=0)
+
+
 def test_values_keep_weak_types():
     x = lax.broadcast(2.5, (4,))  # weakly typed
     v, _ = jmp.top_k(x, 2)

@@ -17,8 +17,9 @@ namespace {
 
 ffi::Error TopkCpuImpl(ffi::AnyBuffer keys, ffi::Result<ffi::AnyBuffer> values,
                        ffi::Result<ffi::AnyBuffer> indices, ffi::RemainingRets extra, int64_t k,
-                       bool largest, int64_t key_class) {
-  auto call = decode_top_k(keys, values, indices, k, largest, key_class);
+                       bool largest, int64_t key_class, int64_t strategy) {
+  // (strategy: the CUDA kernels'; the CPU's one way ignores it)
+  auto call = decode_top_k(keys, values, indices, k, largest, key_class, strategy);
   if (!call.has_value()) return call.error();
   if (!extra.empty()) return invalid("top_k", "unexpected extra results");
   bool done = false;
@@ -43,11 +44,12 @@ void add_topk_hooks(nb::module_& m) {
   namespace jmp = jax_mergepath;
   m.def(
       "topk_workspace_per_row",
-      [](int key_bytes, int64_t k, int64_t length) {
-        return jmp::topk_workspace_per_row(key_bytes, k, length);
+      [](int key_bytes, int64_t k, int64_t length, int64_t strategy) {
+        return jmp::topk_workspace_per_row(key_bytes, k, length, strategy);
       },
+      nb::arg("key_bytes"), nb::arg("k"), nb::arg("length"), nb::arg("strategy") = -1,
       "int32 elements a row of the CUDA top_k's workspace for rows of `length` keys, whatever "
-      "the number of rows (tuning/workspace.h)");
+      "the number of rows, under `strategy` (-1: tuning's; tuning/workspace.h)");
   m.def(
       "topk_workspace_bound",
       [](int key_bytes, int64_t k) {
@@ -63,16 +65,34 @@ void add_topk_hooks(nb::module_& m) {
       "symbolic axis), as tuning.h's workspace bounds");
   m.def(
       "topk_workspace_bytes",
-      [](int key_bytes, int64_t k, int64_t rows, int64_t length) {
-        return jmp::topk_layout(key_bytes, k, rows, length).bytes;
+      [](int key_bytes, int64_t k, int64_t rows, int64_t length, int64_t strategy) {
+        return jmp::topk_layout(key_bytes, k, rows, length, strategy).bytes;
       },
-      "bytes of the CUDA top_k's workspace a call of rows x length keys lays out (test hook of "
-      "the exact size)");
+      nb::arg("key_bytes"), nb::arg("k"), nb::arg("rows"), nb::arg("length"),
+      nb::arg("strategy") = -1,
+      "bytes of the CUDA top_k's workspace a call of rows x length keys lays out under "
+      "`strategy` (test hook of the exact size)");
   m.def(
       "topk_strategy",
       [](int64_t k, int64_t length) { return static_cast<int>(jmp::topk_strategy(k, length)); },
-      "the CUDA top_k's strategy for rows of `length` keys: 0 none, 1 a block a row, 2 the "
-      "grid then a block, 3 the grid then the merge sort of the candidates");
+      "the CUDA top_k's strategy for rows of `length` keys (tuning/topk.h TopkStrategy): 0 none, "
+      "1 a block a row, 2 the grid then a block, 3 the grid then the merge sort of the "
+      "candidates, 4 a row in registers, 5 a block a row vectorized, 6 / 7 the stream "
+      "strategy then a block / the merge sort");
+  m.def(
+      "topk_resolve_strategy",
+      [](int64_t forced, int64_t k, int64_t length) {
+        return static_cast<int>(jmp::topk_resolve_strategy(forced, k, length));
+      },
+      "the strategy a call runs with `forced` (-1: tuning's; a grid or stream variant stands "
+      "for both): -1 where the forced one cannot run it");
+  m.def(
+      "topk_regs_shape",
+      [](int64_t k, int64_t length) {
+        const jmp::TopkRegsShape shape = jmp::topk_regs_shape(k, length);
+        return nb::make_tuple(shape.group, shape.items);
+      },
+      "(threads a row, keys a thread) of the registers strategy, (0, 0) where it cannot run");
   m.def("topk_grid_capacity", &jmp::topk_grid_capacity,
         "candidates a grid row of the CUDA top_k keeps");
   m.def("topk_block_cap", &jmp::topk_block_cap,

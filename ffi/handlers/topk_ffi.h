@@ -23,12 +23,13 @@ auto bind_top_k(Binding binding) {
       .RemainingRets()                 // (CUDA) the workspace
       .template Attr<int64_t>("k")
       .template Attr<bool>("largest")
-      .template Attr<int64_t>("key_class");
+      .template Attr<int64_t>("key_class")
+      .template Attr<int64_t>("strategy");  // -1, or a CUDA TopkStrategy forced (tuning/topk.h)
 }
 
 inline ffi::ErrorOr<TopkCall> decode_top_k(ffi::AnyBuffer keys, ffi::Result<ffi::AnyBuffer> values,
                                            ffi::Result<ffi::AnyBuffer> indices, int64_t k,
-                                           bool largest, int64_t key_class) {
+                                           bool largest, int64_t key_class, int64_t strategy) {
   const char* op = "top_k";
   TopkCall call{};
   const ffi::DataType type = keys.element_type();
@@ -56,6 +57,7 @@ inline ffi::ErrorOr<TopkCall> decode_top_k(ffi::AnyBuffer keys, ffi::Result<ffi:
   call.rows = ks->rows;
   call.length = ks->length;
   call.k = k;
+  call.strategy = strategy < 0 ? -1 : strategy;
   call.keys = keys.untyped_data();
   call.out_values = values->untyped_data();
   call.out_indices = indices->typed_data<int32_t>();

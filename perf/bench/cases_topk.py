@@ -3,10 +3,13 @@ jmp.top_k against what JAX users write today: lax.top_k, a descending sort then 
 and ours, values), jnp.argsort(descending, stable) then a take (values and indices), and
 lax.approx_max_k as a reference (approximate: timed, not checked). Cases: one row of float32 at
 k 10, 1000, 100000; the three rows shapes of docs/performance.md ("Top-k"); int32, bfloat16 and
-float64 keys against float32's time a key; smallest first; and the cases that set tuning/topk.h's
-thresholds: the grid's shortest row (kTopkGridMinLength), the sort's share of the row
-(kTopkSortShare) and XLA's short rows (kTopkXlaMaxLength), each with our routes forced (kernel,
-sort, xla: jax_mergepath._select_primitive.forced_route) beside the automatic one."""
+float64 keys against float32's time a key; smallest first; on a GPU the old strategies forced
+beside the issue's cases (the grid's tile filter, the scalar and vectorized blocks); and the cases
+that set tuning/topk.h's thresholds: the grid's shortest row (kTopkGridMinLength: the vectorized
+block against the stream strategy), the sort's share of the row (kTopkSortShare), XLA's short rows
+(kTopkXlaMaxLength) and the registers' longest (kTopkRegsMaxLength: against the vectorized
+block), each with our routes forced (kernel, sort, xla, kernel:<strategy>:
+jax_mergepath._select_primitive.forced_route) beside the automatic one."""
 
 from __future__ import annotations
 
@@ -48,17 +51,19 @@ def _ours(k: int, largest: bool, route: str | None = None) -> Callable:
 
 
 def topk_case(dtype, rows: int, n: int, k: int, largest: bool = True,
-              routes: tuple[str, ...] = ()) -> Case:
+              routes: tuple[str, ...] = (), strategies: tuple[str, ...] = ()) -> Case:
     """A case of `rows` rows of n random keys (one row: 1-d) at k; with `routes` (the
     thresholds' cases) our forced routes beside the automatic one and lax.top_k alone as the
-    baseline."""
+    baseline; with `strategies` the CUDA kernels' strategies forced beside the automatic one
+    ("kernel:<name>": the old ones against the new), every baseline kept."""
     shape = (n,) if rows == 1 else (rows, n)
     x = random_keys(prng(rows, n, k, 61), shape, dtype)
     item = np.dtype(dtype).itemsize
     size = f"2^{int(np.log2(n))}" if rows == 1 else f"{rows} x {n}"
     name = f"top_k {dname(dtype)} {size} k={k}" + ("" if largest else " smallest")
     ours = [Variant("jmp.top_k", _ours(k, largest), (x,))]
-    ours += [Variant(f"jmp.top_k route={r}", _ours(k, largest, r), (x,)) for r in routes]
+    ours += [Variant(f"jmp.top_k route={r}", _ours(k, largest, r), (x,))
+             for r in (*routes, *(f"kernel:{s}" for s in strategies))]
     if largest:
         def lax_top_k(x):
             return lax.top_k(x, k)
@@ -122,17 +127,22 @@ def topk_family(platform: str, sizes: dict, quick: bool) -> list[Callable[[], Ca
     lengths = sizes["topk"]
     top = lengths[-1]
     ks = (10, 1000) if quick else ((10, 100, 1000) if platform == "cpu" else (10, 1000, 100000))
+    gpu = platform == "gpu" and not quick
     for log2 in lengths:
         for k in ks:
             if k <= 1 << log2:
-                cases.append(lambda lg=log2, k=k: topk_case(jnp.float32, 1, 1 << lg, k))
+                old = ("grid",) if gpu else ()  # (the stream strategy's: the tile filter)
+                cases.append(lambda lg=log2, k=k, old=old: topk_case(
+                    jnp.float32, 1, 1 << lg, k, strategies=old))
     row_shapes = GPU_ROWS if platform == "gpu" else CPU_ROWS
     cap = 1 << sizes["topk_rows"]
     for rows, n, k in row_shapes[2:] if quick else row_shapes:
         while rows * n > cap and rows > 1:
             rows //= 2
         if n <= cap:
-            cases.append(lambda r=rows, n=n, k=k: topk_case(jnp.float32, r, n, k))
+            old = ("block", "block_vec") if gpu else ()  # (registers or the vectorized block)
+            cases.append(lambda r=rows, n=n, k=k, old=old: topk_case(
+                jnp.float32, r, n, k, strategies=old))
     if quick:
         return cases
     mid = min(top, 24)
@@ -145,14 +155,18 @@ def topk_family(platform: str, sizes: dict, quick: bool) -> list[Callable[[], Ca
     # tuning/topk.h's thresholds, every route: kTopkGridMinLength (one row and 64 rows around
     # it), kTopkSortShare (k a quarter and half of a row), kTopkXlaMaxLength (short rows)
     routes = ("kernel", "sort", "xla")
+    both = ("block_vec", "stream") if platform == "gpu" else ()
     for log2 in (15, 16, 17, 18):
         if log2 <= top:
-            cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 10, routes=routes))
+            cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 10, routes=routes,
+                                                   strategies=both))
             cases.append(lambda lg=log2: topk_case(jnp.float32, 64, 1 << lg, 10,
-                                                   routes=routes))
+                                                   routes=routes, strategies=both))
     n = 1 << min(top, 20)
-    for k in (n // 4, n // 2):
-        cases.append(lambda k=k: topk_case(jnp.float32, 1, n, k, routes=routes))
-    for rows, n in ((1, 1024), (1, 4096), (4096, 64), (4096, 256)):
-        cases.append(lambda r=rows, n=n: topk_case(jnp.float32, r, n, 8, routes=routes))
+    for k in (n // 4, n // 2):  # (n bound now: the lambdas below rebind it)
+        cases.append(lambda k=k, n=n: topk_case(jnp.float32, 1, n, k, routes=routes))
+    block = ("block_vec",) if platform == "gpu" else ()
+    for rows, n in ((1, 1024), (1, 4096), (4096, 64), (4096, 256), (2048, 8192)):
+        cases.append(lambda r=rows, n=n: topk_case(jnp.float32, r, n, 8, routes=routes,
+                                                   strategies=block))
     return cases

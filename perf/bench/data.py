@@ -11,10 +11,12 @@ from jax import lax
 
 
 def random_keys(key: jax.Array, n: int | tuple, dtype) -> jax.Array:
-    """Random keys over the dtype's whole range (ints) or standard normal (floats)."""
+    """Random keys over the dtype's whole range (ints) or standard normal (floats; bfloat16 and
+    the float8 types too, which numpy's issubdtype does not call floating: they were random
+    bits, NaNs of every payload and sign among them)."""
     shape = (n,) if isinstance(n, int) else n
     dtype = np.dtype(dtype)
-    if np.issubdtype(dtype, np.floating):
+    if jnp.issubdtype(dtype, jnp.floating):
         return jax.random.normal(key, shape, dtype)
     bits = jax.random.bits(key, shape, np.dtype(f"uint{8 * dtype.itemsize}"))
     return lax.bitcast_convert_type(bits, dtype)

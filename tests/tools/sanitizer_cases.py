@@ -4,8 +4,9 @@ Tiled, rows and packed merges, float32 keys (FPU compares), every payload, desce
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
 rows, every sort payload, quad and eight-way passes, the wide block sorts (4- and 8-byte keys),
 searchsorted (binary and merge path, short rows in the rows kernel), the radix path (CUB,
-counting sort and scatter), top_k (a block a row, the grid with a block or the merge sort over
-its candidates, the exact path); sizes around the tiles; results are checked against numpy so a
+counting sort and scatter), top_k (every strategy forced: rows in registers, a block a row, the
+grid and the stream strategy with a block or the merge sort over their candidates, the exact
+paths); sizes around the tiles; results are checked against numpy so a
 silent error also fails.
 
 Run from the repository root on a GPU machine (perf/gpu/run_on_gpu.sh does, memcheck and
@@ -216,19 +217,30 @@ def search_cases(rng: np.random.Generator) -> None:
 
 
 def topk_cases(rng: np.random.Generator) -> None:
-    """top_k on every strategy (tuning/topk.h): a block a row (short and long rows, the exact
-    path on equal rows), the grid then a block over the candidates, the grid then the merge
-    sort of them (4-byte composites), the exact path forced (equal keys); against the CPU's."""
+    """top_k on every strategy (tuning/topk.h), each forced where it can run the call: rows in
+    registers (a warp, blocks; the exact path on ties), a block a row (scalar and vectorized;
+    short and long rows, the exact path on equal rows), the grid and the stream strategy then a
+    block over the candidates or their merge sort (4-byte composites), the exact path forced
+    (equal keys); against the CPU's."""
+    from jax_mergepath._select_primitive import STRATEGIES, forced_route
+
     cpu = jax.devices("cpu")[0]
 
     def same(x, k, largest=True):
-        got = jmp.top_k(x, k, largest=largest)
         want = jmp.top_k(jax.device_put(x, cpu), k, largest=largest)
-        check(got[1], want[1], f"top_k indices {x.shape} k={k}")
-        check(np.asarray(got[0]).view(np.uint8), np.asarray(want[0]).view(np.uint8),
-              f"top_k values {x.shape} k={k}")
+        for name in ("auto", *(f"kernel:{s}" for s in STRATEGIES)):
+            strategy = STRATEGIES[name[7:]] if name != "auto" else -1
+            if strategy != -1 and _cpu.topk_resolve_strategy(strategy, k, x.shape[-1]) < 0:
+                continue
+            with forced_route(name):
+                got = jax.jit(lambda x: jmp.top_k(x, k, largest=largest))(x)
+            check(got[1], want[1], f"top_k indices {x.shape} k={k} {name}")
+            check(np.asarray(got[0]).view(np.uint8), np.asarray(want[0]).view(np.uint8),
+                  f"top_k values {x.shape} k={k} {name}")
 
     same(rng.standard_normal((300, 512)).astype(np.float32), 8)
+    same(rng.standard_normal((33, 100)).astype(np.float64), 5, largest=False)
+    same(rng.integers(-3, 3, (64, 4000)).astype(np.int8), 30)  # (the registers' exact path)
     same(rng.integers(-9, 9, (40, 20000)).astype(np.int32), 300, largest=False)
     same(np.zeros((16, 4096), np.float32), 32)  # (the block's exact path)
     x = rng.standard_normal(2**18).astype(np.float32)

@@ -116,7 +116,8 @@ __device__ void block_radix_select(int64_t count, int k, const KeyAt& key_at, in
 
 // ------------------------------------------------------------------ sources of (key, index)
 
-// A row of keys: the order key of position p, its index p, the bits at an index.
+// A row of keys: the order key of position p, its index p, the bits at an index; `base` the
+// array of its keys as stored (the vectorized loop's loads), `order_of` their order keys.
 template <typename Bits>
 struct RowSource {
   const Bits* row;
@@ -124,9 +125,14 @@ struct RowSource {
   __device__ Bits key(int64_t p) const { return order.key(__ldg(row + p)); }
   __device__ int32_t index(int64_t p) const { return static_cast<int32_t>(p); }
   __device__ Bits value(int32_t i) const { return __ldg(row + i); }
+  static constexpr bool kReadOnly = true;  // (the operand: never written)
+  __device__ const Bits* base() const { return row; }
+  __device__ Bits stored(int64_t p) const { return __ldg(row + p); }
+  __device__ Bits order_of(Bits stored) const { return order.key(stored); }
 };
 
-// A grid row's candidates: (order key, index) pairs; the bits at an index are the row's.
+// A grid row's candidates: (order key, index) pairs; the bits at an index are the row's. (The
+// candidates are written by the kernels before: plain loads, not the read-only path.)
 template <typename Bits>
 struct CandidateSource {
   const Bits* keys;
@@ -135,7 +141,61 @@ struct CandidateSource {
   __device__ Bits key(int64_t p) const { return keys[p]; }
   __device__ int32_t index(int64_t p) const { return indices[p]; }
   __device__ Bits value(int32_t i) const { return __ldg(row + i); }
+  static constexpr bool kReadOnly = false;
+  __device__ const Bits* base() const { return keys; }
+  __device__ Bits stored(int64_t p) const { return keys[p]; }
+  __device__ Bits order_of(Bits stored) const { return stored; }
 };
+
+// ------------------------------------------------------------------ 16-byte loads
+
+template <typename Bits>
+inline constexpr int kVectorKeys = 16 / int(sizeof(Bits));
+
+// The kVectorKeys keys at p (16-byte aligned) in one load (ld.global.nc where read_only).
+template <typename Bits, bool kReadOnly>
+__device__ __forceinline__ void load_vector(const Bits* p, Bits (&out)[kVectorKeys<Bits>]) {
+  uint4 w;
+  if constexpr (kReadOnly) {
+    w = __ldg(reinterpret_cast<const uint4*>(p));
+  } else {
+    w = *reinterpret_cast<const uint4*>(p);
+  }
+  memcpy(out, &w, 16);
+}
+
+// 16-byte loads a thread issues at once: `most`, fewer for narrow keys (at most 16 keys a
+// thread, a key a register: 1-byte keys one load, 2-byte keys two).
+template <typename Bits>
+constexpr int vectors_at_once(int most) {
+  const int v = 16 / kVectorKeys<Bits>;
+  return v < 1 ? 1 : (v < most ? v : most);
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// Appends this thread's `mine` survivors (its items i < kItems with take(i) true) to a buffer
+// whose next free place is *next (cap places; the count goes on past them): every lane of the
+// warp calls it; the warp's places come from one atomicAdd of its lane 31. write(at, i) stores
+// item i at place `at` (< cap). (Unrolled: items live in registers.)
+template <int kItems, typename Take, typename Write>
+__device__ __forceinline__ void warp_append(int mine, int* next, int64_t cap, const Take& take,
+                                            const Write& write) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int inclusive = warp_inclusive_sum(mine);
+  int first = 0;
+  if (lane == 31) first = atomicAdd(next, inclusive);
+  int64_t at = int64_t{__shfl_sync(kFullMask, first, 31)} + inclusive - mine;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    if (take(i)) {
+      if (at < cap) write(at, i);
+      ++at;
+    }
+  }
+}
 
 // block_topk's shared memory: cap order keys, max_samples samples, cap indices and the
 // histogram, carved from the dynamic buffer in that order (every part stays aligned: cap and
@@ -222,13 +282,69 @@ __device__ void block_exact(const Source& src, int64_t len, int k, const BlockBu
   }
 }
 
+// block_topk's vectorized loop: the keys >= threshold of src's len keys appended to buf (up to
+// cap places; sc.count goes on past them), kTopkBlockVecs 16-byte loads a thread at a time where
+// the source is 16-byte aligned (scalar loads elsewhere and at the end), a count a thread and one
+// warp_append a round when a lane of the warp has survivors. Stops (warp-uniform) once past the
+// buffer: the exact path runs anyway. Item i of thread t in the round at `start` is key
+// start + (i / kVec) kThreads kVec + t kVec + i % kVec.
+template <typename Bits, int kThreads, typename Source>
+__device__ void stream_vectors(const Source& src, int64_t len, Bits threshold, int cap,
+                               const BlockBuffers<Bits>& buf, BlockScalars& sc) {
+  constexpr int kVec = kVectorKeys<Bits>;
+  constexpr int kVecs = vectors_at_once<Bits>(kTopkBlockVecs);
+  constexpr int kItems = kVecs * kVec;
+  constexpr int64_t kStep = int64_t{kThreads} * kItems;
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const Bits* base = src.base();
+  const bool aligned = aligned16(base);
+  for (int64_t start = 0; start < len; start += kStep) {
+    auto position = [&](int i) {
+      return start + int64_t{i / kVec} * kThreads * kVec + int64_t{threadIdx.x} * kVec + i % kVec;
+    };
+    const bool whole = start + kStep <= len;  // (block-uniform: every item in the source)
+    Bits u[kItems];
+    if (aligned && whole) {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+        Bits raw[kVec];
+        load_vector<Bits, Source::kReadOnly>(base + position(v * kVec), raw);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        const int64_t p = position(i);
+        u[i] = p < len ? src.stored(p) : Bits(0);
+      }
+    }
+    auto take = [&](int i) { return (whole || position(i) < len) && u[i] >= threshold; };
+    int mine = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      u[i] = src.order_of(u[i]);
+      mine += take(i);
+    }
+    if (__any_sync(kFullMask, mine > 0)) {
+      warp_append<kItems>(mine, &sc.count, cap, take, [&](int64_t at, int i) {
+        buf.keys[at] = u[i];
+        buf.indices[at] = src.index(position(i));
+      });
+    }
+    int seen = 0;
+    if (lane == 0) seen = *static_cast<volatile int*>(&sc.count);
+    if (__shfl_sync(kFullMask, seen, 0) > cap) break;
+  }
+}
+
 // The k first (order key descending, index ascending) of src's len pairs (1 <= k <= len,
 // k <= cap) into out_values / out_indices; every thread of the block calls it. A source that
 // fits the buffer is sorted whole; otherwise a sampled threshold (s samples, their r-th largest)
 // keeps the keys >= it, appended a warp at a time as the source streams by (kTopkBlockUnroll
-// loads in flight a thread), and the exact path runs when fewer than k or more than cap were
-// kept. Ends with a __syncthreads.
-template <typename Bits, int kThreads, typename Source>
+// loads in flight a thread; kVector: stream_vectors, the samples placed by shifts), and the
+// exact path runs when fewer than k or more than cap were kept. Ends with a __syncthreads.
+template <typename Bits, int kThreads, bool kVector, typename Source>
 __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int max_samples,
                            const BlockBuffers<Bits>& buf, BlockScalars& sc,
                            BlockScanStorage<int, kThreads>& scan, Bits* out_values,
@@ -245,8 +361,10 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
     int64_t s = topk_block_samples(len);
     s = s < max_samples ? s : max_samples;
     const int r = static_cast<int>(topk_sample_rank(k, len, s));
+    const int shift = kVector ? topk_log2_exact(s) : -1;
     for (int64_t j = threadIdx.x; j < s; j += kThreads) {
-      buf.samples[j] = src.key(topk_sample_position(j, len, s));
+      buf.samples[j] = src.key(shift >= 0 ? topk_sample_position_pow2(j, len, shift)
+                                          : topk_sample_position(j, len, s));
     }
     __syncthreads();
     Bits threshold;
@@ -257,7 +375,8 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
     __syncthreads();
     const int lane = static_cast<int>(threadIdx.x & 31u);
     const unsigned lower_lanes = (1u << lane) - 1u;
-    for (int64_t base = 0; base < len; base += int64_t{kThreads} * kTopkBlockUnroll) {
+    if constexpr (kVector) stream_vectors<Bits, kThreads>(src, len, threshold, cap, buf, sc);
+    for (int64_t base = 0; !kVector && base < len; base += int64_t{kThreads} * kTopkBlockUnroll) {
       Bits u[kTopkBlockUnroll];
 #pragma unroll
       for (int i = 0; i < kTopkBlockUnroll; ++i) {
@@ -304,9 +423,11 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
 
 // ------------------------------------------------------------------ the block strategy
 
-// A block a row: block_topk of the row (buffer of `cap`, `max_samples` samples).
-template <typename Bits, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+// A block a row: block_topk of the row (buffer of `cap`, `max_samples` samples); kVector: its
+// vectorized loop (kBlockVec; registers capped for 1024 threads an SM), else the scalar one
+// (kBlock).
+template <typename Bits, int kThreads, bool kVector>
+__global__ void __launch_bounds__(kThreads, kVector ? 1024 / kThreads : 1)
     topk_rows_kernel(TopkCall call, TopkOrder<Bits> order, int cap, int max_samples) {
   grid_prologue();
   extern __shared__ __align__(16) unsigned char shared[];
@@ -318,8 +439,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k = static_cast<int>(call.k);
   for (int64_t row = blockIdx.x; row < call.rows; row += gridDim.x) {
     const RowSource<Bits> src{keys + row * call.length, order};
-    block_topk<Bits, kThreads>(src, call.length, k, cap, max_samples, buf, sc, scan,
-                               values + row * call.k, call.out_indices + row * call.k);
+    block_topk<Bits, kThreads, kVector>(src, call.length, k, cap, max_samples, buf, sc, scan,
+                                        values + row * call.k, call.out_indices + row * call.k);
   }
 }
 
@@ -336,8 +457,10 @@ struct GridRows {
 };
 
 // 1. A block a row: kTopkGridSamples samples (fewer in a short row), the threshold their
-// rank-th largest; the row's state reset.
-template <typename Bits>
+// rank-th largest; the row's state reset (and the stream filter's count of blocks done, in row
+// 0's). kFast (the stream strategy): samples placed by shifts where their count is a power of
+// two, four loads in flight a thread.
+template <typename Bits, bool kFast>
 __global__ void __launch_bounds__(kTopkSampleThreads)
     topk_sample_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g, int64_t samples,
                        int rank) {
@@ -349,8 +472,16 @@ __global__ void __launch_bounds__(kTopkSampleThreads)
   Bits* sample = reinterpret_cast<Bits*>(shared + kBins * 4);
   const int64_t row = blockIdx.x;
   const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
-  for (int64_t j = threadIdx.x; j < samples; j += kTopkSampleThreads) {
-    sample[j] = order.key(__ldg(x + topk_sample_position(j, call.length, samples)));
+  const int shift = kFast ? topk_log2_exact(samples) : -1;
+  if (shift >= 0) {
+#pragma unroll 4
+    for (int64_t j = threadIdx.x; j < samples; j += kTopkSampleThreads) {
+      sample[j] = order.key(__ldg(x + topk_sample_position_pow2(j, call.length, shift)));
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < samples; j += kTopkSampleThreads) {
+      sample[j] = order.key(__ldg(x + topk_sample_position(j, call.length, samples)));
+    }
   }
   __syncthreads();
   Bits threshold;
@@ -366,6 +497,7 @@ __global__ void __launch_bounds__(kTopkSampleThreads)
     st.need = static_cast<int32_t>(call.k);
     st.above = 0;
     st.ticket = 0;
+    st.filtered = 0;
   }
   for (int b = threadIdx.x; b < (1 << kTopkRadixBits); b += kTopkSampleThreads) st.hist[b] = 0;
 }
@@ -424,6 +556,91 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
         indices[at] = static_cast<int32_t>(tile_key(tile, i));
       }
       ++at;
+    }
+  }
+}
+
+// 2s. The stream strategy's filtering read (tuning/topk.h): one wave of blocks striding over
+// chunks of kTopkStreamThreads x kVecs 16-byte vectors of a row (a row's chunks_per_row chunks,
+// its last one partial), every load of a chunk issued before any is used (16-byte loads where
+// `aligned`: the keys 16-byte aligned and, for several rows, every row; scalar loads at a row's
+// end); each key's order key compared with its row's threshold, a count a thread, and a warp's
+// survivors appended to the row's candidates with one atomic (places past the capacity counted,
+// not written). The last block to finish flags the rows for the exact path (fewer than k
+// candidates, or more than the capacity): the grid's decide kernel, without its launch.
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkStreamThreads, kTopkStreamBlocksPerSm)
+    topk_stream_filter_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g,
+                              int64_t chunks_per_row, bool aligned) {
+  grid_prologue();
+  constexpr int kVec = kVectorKeys<Bits>;
+  constexpr int kVecs = vectors_at_once<Bits>(kTopkStreamVecs);
+  constexpr int kItems = kVecs * kVec;
+  constexpr int64_t kChunk = int64_t{kTopkStreamThreads} * kItems;
+  __shared__ int last;
+  const int64_t chunks = call.rows * chunks_per_row;
+  const int64_t length = call.length;
+  int64_t row = -1;
+  Bits threshold = 0;
+  const Bits* x = nullptr;
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int64_t r = c / chunks_per_row;
+    if (r != row) {  // (block-uniform)
+      row = r;
+      threshold = static_cast<Bits>(g.states[row].threshold);
+      x = static_cast<const Bits*>(call.keys) + row * length;
+    }
+    const int64_t start = (c - r * chunks_per_row) * kChunk;
+    auto position = [&](int i) {
+      return start + int64_t{i / kVec} * kTopkStreamThreads * kVec + int64_t{threadIdx.x} * kVec +
+             i % kVec;
+    };
+    const bool whole = start + kChunk <= length;  // (block-uniform: every item in the row)
+    Bits u[kItems];
+    if (aligned && whole) {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+        Bits raw[kVec];
+        load_vector<Bits, true>(x + position(v * kVec), raw);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        const int64_t p = position(i);
+        u[i] = p < length ? __ldg(x + p) : Bits(0);
+      }
+    }
+    auto take = [&](int i) { return (whole || position(i) < length) && u[i] >= threshold; };
+    int mine = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      u[i] = order.key(u[i]);
+      mine += take(i);
+    }
+    if (__any_sync(kFullMask, mine > 0)) {
+      Bits* keys = g.cand_keys + row * g.capacity;
+      int32_t* indices = g.cand_indices + row * g.capacity;
+      warp_append<kItems>(mine, &g.states[row].count, g.capacity, take, [&](int64_t at, int i) {
+        keys[at] = u[i];
+        indices[at] = static_cast<int32_t>(position(i));
+      });
+    }
+  }
+  // The rows' flags, by the last block done (every thread's writes fenced before the count).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&g.states[0].filtered, 1) == static_cast<int>(gridDim.x) - 1 ? 1 : 0;
+  }
+  __syncthreads();
+  if (last) {
+    __threadfence();
+    for (int64_t r = threadIdx.x; r < call.rows; r += kTopkStreamThreads) {
+      TopkRowState& st = g.states[r];
+      const int count = *static_cast<volatile int*>(&st.count);
+      st.exact = count < call.k || count > g.capacity ? 1 : 0;
     }
   }
 }
@@ -636,8 +853,9 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   });
 }
 
-// 8a. k <= kTopkFinalMaxK: a block a row, block_topk over the row's candidates.
-template <typename Bits>
+// 8a. k <= kTopkFinalMaxK: a block a row, block_topk over the row's candidates (kVector: its
+// vectorized loop, the stream strategy's).
+template <typename Bits, bool kVector>
 __global__ void __launch_bounds__(kTopkFinalThreads)
     topk_final_kernel(TopkCall call, GridRows<Bits> g) {
   grid_prologue();
@@ -650,10 +868,9 @@ __global__ void __launch_bounds__(kTopkFinalThreads)
                                   g.cand_indices + row * g.capacity,
                                   static_cast<const Bits*>(call.keys) + row * call.length};
   const int64_t count = g.states[row].count;
-  block_topk<Bits, kTopkFinalThreads>(src, count, static_cast<int>(call.k), kTopkBlockMaxCap,
-                                      kTopkBlockMaxSamples, buf, sc, scan,
-                                      static_cast<Bits*>(call.out_values) + row * call.k,
-                                      call.out_indices + row * call.k);
+  block_topk<Bits, kTopkFinalThreads, kVector>(
+      src, count, static_cast<int>(call.k), kTopkBlockMaxCap, kTopkBlockMaxSamples, buf, sc, scan,
+      static_cast<Bits*>(call.out_values) + row * call.k, call.out_indices + row * call.k);
 }
 
 // 8b. Larger k: the candidates as keys of the merge sort (ascending), `capacity` a row, the

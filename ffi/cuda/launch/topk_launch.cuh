@@ -1,10 +1,13 @@
 // topk_launch.cuh (level: launch): the CUDA top_k's launches (entry/topk_cuda.cu's entry point,
 // and the kernel harness perf/sweeps/topk_sweep.cu): the key width -> the kernels of its
 // unsigned bits (kernels/topk_kernels.cuh; the key class only changes TopkOrder's masks), the
-// strategy of tuning/topk.h (a block a row, or the grid of a row) and their launches, all on
-// `stream`, every CUDA call checked. The grid strategy's larger k sort their candidates with the
+// call's strategy (tuning/topk.h topk_resolve_strategy of its forced one: a row in registers, a
+// block a row, the grid or the stream strategy of a row) and their launches, all on `stream`,
+// every CUDA call checked. The grid strategies' larger k sort their candidates with the
 // package's merge sort, the sort launchers of the composites' traits (per_traits.h
-// sort_for_traits: declared, their instances the library's), in the workspace.
+// sort_for_traits: declared, their instances the library's), in the workspace; the registers
+// strategy's launches are kernels/topk_regs.cuh's topk_regs_launch (declared here, instantiated
+// in instances/topk_regs.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,13 +33,17 @@ cudaError_t allow_shared(Kernel* kernel, int64_t bytes) {
                               static_cast<int>(bytes));
 }
 
-template <typename Bits, int kThreads>
+// kernels/topk_regs.cuh.
+template <typename Bits>
+cudaError_t topk_regs_launch(const TopkCall& call, TopkOrder<Bits> order, cudaStream_t stream);
+
+template <typename Bits, int kThreads, bool kVector>
 cudaError_t launch_rows(const TopkCall& call, TopkOrder<Bits> order, cudaStream_t stream) {
   const int64_t cap = topk_block_cap(call.length, call.k);
   const int64_t samples =
       call.length <= cap ? kTopkBlockMinSamples : topk_block_samples(call.length);
   const int64_t bytes = topk_block_shared_bytes(int(sizeof(Bits)), cap, samples);
-  auto* kernel = topk_rows_kernel<Bits, kThreads>;
+  auto* kernel = topk_rows_kernel<Bits, kThreads, kVector>;
   if (cudaError_t err = allow_shared(kernel, bytes); err != cudaSuccess) return err;
   const int64_t grid = call.rows < kMaxGrid ? call.rows : kMaxGrid;
   return launch_kernel_shared(kernel, static_cast<unsigned>(grid), kThreads,
@@ -44,14 +51,14 @@ cudaError_t launch_rows(const TopkCall& call, TopkOrder<Bits> order, cudaStream_
                               static_cast<int>(cap), static_cast<int>(samples));
 }
 
-template <typename Bits>
+template <typename Bits, bool kVector>
 cudaError_t launch_block_strategy(const TopkCall& call, TopkOrder<Bits> order,
                                   cudaStream_t stream) {
   switch (topk_block_threads(call.length)) {
-    case 64: return launch_rows<Bits, 64>(call, order, stream);
-    case 128: return launch_rows<Bits, 128>(call, order, stream);
-    case 256: return launch_rows<Bits, 256>(call, order, stream);
-    default: return launch_rows<Bits, 512>(call, order, stream);
+    case 64: return launch_rows<Bits, 64, kVector>(call, order, stream);
+    case 128: return launch_rows<Bits, 128, kVector>(call, order, stream);
+    case 256: return launch_rows<Bits, 256, kVector>(call, order, stream);
+    default: return launch_rows<Bits, 512, kVector>(call, order, stream);
   }
 }
 
@@ -120,13 +127,49 @@ cudaError_t sort_candidates(const TopkCall& call, const GridRows<Bits>& g,
                        static_cast<const uint32_t*>(indices));
 }
 
+// The grid's GridRows in a call's workspace (its layout l).
+template <typename Bits>
+GridRows<Bits> grid_rows(unsigned char* ws, const TopkLayout& l) {
+  return {reinterpret_cast<TopkRowState*>(ws + l.states), reinterpret_cast<Bits*>(ws + l.cand_keys),
+          reinterpret_cast<int32_t*>(ws + l.cand_indices),
+          reinterpret_cast<int32_t*>(ws + l.tile_ties), l.capacity, l.tiles};
+}
+
+// The stream filter's grid: chunks of a row, and a wave of blocks over every row's chunks.
+template <typename Bits>
+struct StreamGrid {
+  int64_t chunks_per_row;
+  unsigned blocks;
+  bool aligned;  // 16-byte loads: the keys aligned, and every row when there are several
+};
+
+template <typename Bits>
+StreamGrid<Bits> stream_grid(const TopkCall& call) {
+  constexpr int64_t kChunk = int64_t{kTopkStreamThreads} *
+                             vectors_at_once<Bits>(kTopkStreamVecs) * kVectorKeys<Bits>;
+  StreamGrid<Bits> sg{};
+  sg.chunks_per_row = ceil_div(call.length, kChunk);
+  const int64_t chunks = call.rows * sg.chunks_per_row;
+  const int64_t wave = int64_t{kTopkStreamBlocksPerSm} * (call.sms > 0 ? call.sms : 1);
+  const int64_t blocks = chunks < wave ? chunks : wave;
+  sg.blocks = static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid);
+  sg.aligned = (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
+               (call.rows == 1 || (call.length * int64_t(sizeof(Bits))) % 16 == 0);
+  return sg;
+}
+
+// The grid strategies (kGridSmall / kGridSort) and the stream strategies (kStreamSmall /
+// kStreamSort): samples and thresholds, the filtering read (the tile filter then the decide
+// kernel, or the stream filter, which flags the rows itself), the exact path's kernels, the
+// candidates' order.
 template <typename Bits>
 cudaError_t launch_grid_strategy(const TopkCall& call, TopkOrder<Bits> order, unsigned char* ws,
                                  const TopkLayout& l, cudaStream_t stream) {
-  const GridRows<Bits> g{
-      reinterpret_cast<TopkRowState*>(ws + l.states), reinterpret_cast<Bits*>(ws + l.cand_keys),
-      reinterpret_cast<int32_t*>(ws + l.cand_indices), reinterpret_cast<int32_t*>(ws + l.tile_ties),
-      l.capacity, l.tiles};
+  const GridRows<Bits> g = grid_rows<Bits>(ws, l);
+  const bool stream_filter =
+      l.strategy == TopkStrategy::kStreamSmall || l.strategy == TopkStrategy::kStreamSort;
+  const bool small =
+      l.strategy == TopkStrategy::kGridSmall || l.strategy == TopkStrategy::kStreamSmall;
   const int64_t rows = call.rows;
   if (rows > kMaxGrid || rows * l.tiles > kMaxGrid) return cudaErrorInvalidConfiguration;
   // 1. samples and thresholds
@@ -134,7 +177,7 @@ cudaError_t launch_grid_strategy(const TopkCall& call, TopkOrder<Bits> order, un
   const int rank = static_cast<int>(topk_sample_rank(call.k, call.length, samples));
   const int64_t sample_bytes =
       samples * int64_t(sizeof(Bits)) + (int64_t{1} << kTopkBlockRadixBits) * 4;
-  auto* sample = topk_sample_kernel<Bits>;
+  auto* sample = stream_filter ? topk_sample_kernel<Bits, true> : topk_sample_kernel<Bits, false>;
   if (cudaError_t err = allow_shared(sample, sample_bytes); err != cudaSuccess) return err;
   if (cudaError_t err = launch_kernel_shared(sample, static_cast<unsigned>(rows),
                                              kTopkSampleThreads, static_cast<size_t>(sample_bytes),
@@ -142,19 +185,29 @@ cudaError_t launch_grid_strategy(const TopkCall& call, TopkOrder<Bits> order, un
       err != cudaSuccess) {
     return err;
   }
-  // 2. the filter
-  if (cudaError_t err = launch_kernel(topk_filter_kernel<Bits>,
-                                      static_cast<unsigned>(rows * l.tiles), kTopkFilterThreads,
-                                      stream, call, order, g);
-      err != cudaSuccess) {
-    return err;
-  }
-  // 3. the exact path where the sample misjudged (its kernels return at once elsewhere)
-  if (cudaError_t err = launch_kernel(topk_decide_kernel,
-                                      static_cast<unsigned>(ceil_div(rows, 256)), 256, stream,
-                                      g.states, rows, call.k, l.capacity);
-      err != cudaSuccess) {
-    return err;
+  // 2. the filter, and 3. the rows where the sample misjudged flagged for the exact path (its
+  // kernels return at once in the others)
+  if (stream_filter) {
+    const StreamGrid<Bits> sg = stream_grid<Bits>(call);
+    if (cudaError_t err = launch_kernel(topk_stream_filter_kernel<Bits>, sg.blocks,
+                                        kTopkStreamThreads, stream, call, order, g,
+                                        sg.chunks_per_row, sg.aligned);
+        err != cudaSuccess) {
+      return err;
+    }
+  } else {
+    if (cudaError_t err = launch_kernel(topk_filter_kernel<Bits>,
+                                        static_cast<unsigned>(rows * l.tiles), kTopkFilterThreads,
+                                        stream, call, order, g);
+        err != cudaSuccess) {
+      return err;
+    }
+    if (cudaError_t err = launch_kernel(topk_decide_kernel,
+                                        static_cast<unsigned>(ceil_div(rows, 256)), 256, stream,
+                                        g.states, rows, call.k, l.capacity);
+        err != cudaSuccess) {
+      return err;
+    }
   }
   int64_t per_row = int64_t{kTopkFallbackBlocksPerSm} * (call.sms > 0 ? call.sms : 1) / rows;
   per_row = per_row < 1 ? 1 : (per_row > l.tiles ? l.tiles : per_row);
@@ -187,10 +240,11 @@ cudaError_t launch_grid_strategy(const TopkCall& call, TopkOrder<Bits> order, un
     return err;
   }
   // 4. the candidates' order
-  if (l.strategy == TopkStrategy::kGridSmall) {
+  if (small) {
     const int64_t bytes =
         topk_block_shared_bytes(int(sizeof(Bits)), kTopkBlockMaxCap, kTopkBlockMaxSamples);
-    auto* final_kernel = topk_final_kernel<Bits>;
+    auto* final_kernel =
+        stream_filter ? topk_final_kernel<Bits, true> : topk_final_kernel<Bits, false>;
     if (cudaError_t err = allow_shared(final_kernel, bytes); err != cudaSuccess) return err;
     return launch_kernel_shared(final_kernel, static_cast<unsigned>(rows), kTopkFinalThreads,
                                 static_cast<size_t>(bytes), stream, call, g);
@@ -202,17 +256,26 @@ template <typename Bits>
 cudaError_t topk_for_bits(const TopkCall& call, unsigned char* ws, const TopkLayout& l,
                           cudaStream_t stream) {
   const TopkOrder<Bits> order = topk_order<Bits>(call.key_class, call.largest);
-  if (l.strategy == TopkStrategy::kBlock) return launch_block_strategy<Bits>(call, order, stream);
-  return launch_grid_strategy<Bits>(call, order, ws, l, stream);
+  switch (l.strategy) {
+    case TopkStrategy::kRegs: return topk_regs_launch<Bits>(call, order, stream);
+    case TopkStrategy::kBlock: return launch_block_strategy<Bits, false>(call, order, stream);
+    case TopkStrategy::kBlockVec: return launch_block_strategy<Bits, true>(call, order, stream);
+    case TopkStrategy::kGridSmall:
+    case TopkStrategy::kGridSort:
+    case TopkStrategy::kStreamSmall:
+    case TopkStrategy::kStreamSort: return launch_grid_strategy<Bits>(call, order, ws, l, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
-// The call's launches: nothing for empty rows or k = 0; the workspace checked against the
-// layout (tuning/workspace.h topk_layout).
+// The call's launches: nothing for empty rows or k = 0; the strategy the call's (forced or
+// tuning's); the workspace checked against its layout (tuning/workspace.h topk_layout).
 inline cudaError_t topk_launch(const TopkCall& call, void* workspace, int64_t workspace_bytes,
                                cudaStream_t stream) {
   if (call.rows == 0 || call.k == 0) return cudaSuccess;
-  const TopkLayout l = topk_layout(call.key_bytes, call.k, call.rows, call.length);
+  const TopkLayout l = topk_layout(call.key_bytes, call.k, call.rows, call.length, call.strategy);
   if (l.strategy == TopkStrategy::kNone) return cudaSuccess;
+  if (l.strategy == TopkStrategy::kInvalid) return cudaErrorInvalidValue;
   if (l.bytes > workspace_bytes) return cudaErrorInvalidValue;
   auto* ws = static_cast<unsigned char*>(workspace);
   switch (call.key_bytes) {

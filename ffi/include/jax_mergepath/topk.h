@@ -62,12 +62,14 @@ JMP_HD bool topk_before(Bits ua, Index ia, Bits ub, Index ib) {
 
 // One top_k call: rows x length keys (row-major; the selected axis last) of key_bytes each
 // (1, 2, 4 or 8), their class, the direction; out_values (rows x k keys' bits) and out_indices
-// (rows x k int32) receive every row's result. 0 <= k <= length < 2^31.
+// (rows x k int32) receive every row's result. 0 <= k <= length < 2^31. strategy: -1, or the
+// CUDA strategy forced (tuning/topk.h TopkStrategy; the CPU has one way and ignores it).
 struct TopkCall {
   int key_bytes;
   TopkKeyClass key_class;
   bool largest;
   int64_t rows, length, k;
+  int64_t strategy;
   const void* keys;
   void* out_values;
   int32_t* out_indices;

@@ -72,6 +72,24 @@ JMP_HD int64_t topk_sample_position(int64_t j, int64_t length, int64_t samples) 
   return begin + (span > 1 ? static_cast<int64_t>(hash >> 8) % span : 0);
 }
 
+// The same stretches for s = 2^shift samples (the vectorized kernels' samples), without 64-bit
+// divisions (three a sample above, ~70 instructions each on a GPU): shifts, and the jitter a
+// 32-bit multiply-high of the hash by the stretch (another offset in [0, span), as good a jitter).
+JMP_HD int64_t topk_sample_position_pow2(int64_t j, int64_t length, int shift) {
+  const int64_t begin = (j * length) >> shift;
+  const int64_t span = (((j + 1) * length) >> shift) - begin;
+  const uint32_t hash = static_cast<uint32_t>(j) * 2654435761u;
+  return begin + static_cast<int64_t>((uint64_t{hash} * static_cast<uint64_t>(span)) >> 32);
+}
+
+// log2 of s when s is a power of two, else -1.
+JMP_HD constexpr int topk_log2_exact(int64_t s) {
+  if (s <= 0 || (s & (s - 1)) != 0) return -1;
+  int shift = 0;
+  while ((int64_t{1} << shift) < s) ++shift;
+  return shift;
+}
+
 JMP_HD constexpr int64_t topk_pow2_ceil(int64_t x) {
   int64_t p = 1;
   while (p < x) p <<= 1;
@@ -130,6 +148,55 @@ JMP_HD constexpr int64_t topk_block_shared_bytes(int key_bytes, int64_t cap, int
   return cap * (key_bytes + 4) + samples * key_bytes + (int64_t{1} << kTopkBlockRadixBits) * 4;
 }
 
+// The vectorized block (kBlockVec, and the stream strategy's block over the candidates): the
+// same block_topk, its samples placed by shifts (topk_sample_position_pow2), the source streamed
+// as kTopkBlockVecs 16-byte vectors a thread at a time (16-byte aligned stretches of it; scalar
+// loads elsewhere), each thread counting its keys >= T and a warp appending its survivors with
+// one shared atomic (survivors are rare: no ballot a key). kBlock keeps the scalar loop.
+inline constexpr int kTopkBlockVecs = 4;
+inline constexpr bool kTopkBlockVector = true;  // kBlockVec for the block's rows (false: kBlock)
+
+// ------------------------------------------------------------------ GPU: a row in registers
+// kRegs (ffi/cuda/kernels/topk_regs.cuh): a group of G threads a row (a warp, kTopkRegsWarps rows
+// a block, or a block of 64 to kTopkRegsMaxGroup threads), each thread holding `items` keys of
+// the row in registers (16-byte loads), G x items >= the row. The threshold T is the k-th
+// largest of the G threads' largest order keys (a bitwise search: one ballot or
+// __syncthreads_count a bit), so at least k keys are >= T; for k <= G / kTopkRegsKDivisor about
+// 1.1-1.4 k keys are (random keys, 16 a thread). Those go to a shared buffer, where each is
+// ranked by counting the ones before it (order key descending, index ascending) and written
+// at its rank when below k. More than kTopkRegsRankFactor x k of them (ties): the exact k-th key
+// by the same search over every key (group sums a bit), the keys above it and the first ties in
+// index order, then the same ranking of exactly k. Rows of at most kTopkRegsMaxLength keys (0:
+// never) and k <= G / kTopkRegsKDivisor take it.
+inline constexpr int64_t kTopkRegsMaxLength = 8192;
+inline constexpr int kTopkRegsItems = 16;      // keys a thread (the shortest rows: 4 or 8)
+inline constexpr int kTopkRegsMaxGroup = 512;  // threads a row
+inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
+inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
+inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
+
+// The group (threads a row) and keys a thread of kRegs for rows of `length` keys at k: the
+// smallest group whose threads hold the row in kTopkRegsItems keys each (a warp: 4, 8 or 16)
+// with k <= G / kTopkRegsKDivisor; {0, 0} where none does.
+struct TopkRegsShape {
+  int group, items;
+};
+
+JMP_HD TopkRegsShape topk_regs_shape(int64_t k, int64_t length) {
+  if (k <= 0 || length <= 0 || length > kTopkRegsMaxLength) return {0, 0};
+  for (int group = 32; group <= kTopkRegsMaxGroup; group *= 2) {
+    if (k * kTopkRegsKDivisor > group) continue;
+    if (group == 32) {
+      for (int items = 4; items <= kTopkRegsItems; items *= 2) {
+        if (length <= int64_t{32} * items) return {32, items};
+      }
+    } else if (length <= int64_t{group} * kTopkRegsItems) {
+      return {group, kTopkRegsItems};
+    }
+  }
+  return {0, 0};
+}
+
 // ------------------------------------------------------------------ GPU: the grid of a row
 // Rows of at least kTopkGridMinLength keys take the whole grid (ffi/cuda/kernels/topk_kernels.cuh):
 //   1. topk_sample_kernel (a block a row): kTopkGridSamples samples, T their r-th largest;
@@ -159,6 +226,23 @@ inline constexpr int kTopkFinalThreads = 512;
 inline constexpr int64_t kTopkFinalMaxK = kTopkBlockMaxCap / 4;
 inline constexpr int kTopkFallbackBlocksPerSm = 4;
 
+// The stream strategy (kStreamSmall / kStreamSort): the grid's steps, with
+//   * the samples placed by shifts (kTopkGridSamples is a power of two; a shorter row's samples
+//     are all its keys, placed the old way);
+//   * topk_stream_filter_kernel for the filtering read: kTopkStreamBlocksPerSm x SMs blocks of
+//     kTopkStreamThreads (one wave, registers capped for it), each striding over chunks of
+//     kTopkStreamThreads x kTopkStreamVecs 16-byte vectors (16-byte loads, every load of a
+//     chunk in flight at once), a compare a key against the row's threshold, survivors (rare)
+//     appended by a warp with one atomic; the grid's last block flags the rows for the exact
+//     path (no decide kernel);
+//   * the candidates' block_topk vectorized (kBlockVec's loop) for k <= kTopkFinalMaxK.
+// The exact path's kernels and the candidates' merge sort are the grid's. kTopkStreamFilter
+// false: the grid strategies instead.
+inline constexpr bool kTopkStreamFilter = true;
+inline constexpr int kTopkStreamThreads = 256;
+inline constexpr int kTopkStreamVecs = 4;
+inline constexpr int kTopkStreamBlocksPerSm = 4;
+
 JMP_HD int64_t topk_grid_samples(int64_t length) {
   return length < kTopkGridSamples ? length : kTopkGridSamples;
 }
@@ -172,14 +256,67 @@ JMP_HD int64_t topk_grid_capacity(int64_t k, int64_t length) {
   return want < length ? want : length;
 }
 
-enum class TopkStrategy : int { kNone = 0, kBlock = 1, kGridSmall = 2, kGridSort = 3 };
+// How a call's rows run (the CUDA launcher, topk_launch.cuh), the attribute `strategy` of a
+// forced one (_select_primitive.py). kInvalid: a forced strategy that cannot run the call.
+enum class TopkStrategy : int {
+  kInvalid = -1,
+  kNone = 0,
+  kBlock = 1,        // a block a row, block_topk's scalar loop
+  kGridSmall = 2,    // the grid: samples, tile filter, decide, exact path; block over candidates
+  kGridSort = 3,     // the grid; the candidates' merge sort (k > kTopkFinalMaxK)
+  kRegs = 4,         // a warp or a block a row, the row in registers
+  kBlockVec = 5,     // a block a row, block_topk's vectorized loop
+  kStreamSmall = 6,  // the stream strategy; block (vectorized) over candidates
+  kStreamSort = 7,   // the stream strategy; the candidates' merge sort
+};
 
+JMP_HD bool topk_is_grid(TopkStrategy s) {
+  return s == TopkStrategy::kGridSmall || s == TopkStrategy::kGridSort ||
+         s == TopkStrategy::kStreamSmall || s == TopkStrategy::kStreamSort;
+}
+
+// Whether strategy s can run rows of `length` keys at k (0 < k <= length).
+JMP_HD bool topk_strategy_possible(TopkStrategy s, int64_t k, int64_t length) {
+  switch (s) {
+    case TopkStrategy::kBlock:
+    case TopkStrategy::kBlockVec: return topk_block_cap(length, k) <= kTopkBlockMaxCap;
+    case TopkStrategy::kGridSmall:
+    case TopkStrategy::kStreamSmall: return k <= kTopkFinalMaxK;
+    case TopkStrategy::kGridSort:
+    case TopkStrategy::kStreamSort: return k > kTopkFinalMaxK;
+    case TopkStrategy::kRegs: return topk_regs_shape(k, length).group > 0;
+    default: return false;
+  }
+}
+
+// tuning's choice: rows in registers where they fit (kRegs), else a block a row below
+// kTopkGridMinLength keys where its buffer holds the candidates, else the grid of a row.
 JMP_HD TopkStrategy topk_strategy(int64_t k, int64_t length) {
   if (k <= 0 || length <= 0) return TopkStrategy::kNone;
+  if (topk_regs_shape(k, length).group > 0) return TopkStrategy::kRegs;
   if (length < kTopkGridMinLength && topk_block_cap(length, k) <= kTopkBlockMaxCap) {
-    return TopkStrategy::kBlock;
+    return kTopkBlockVector ? TopkStrategy::kBlockVec : TopkStrategy::kBlock;
   }
-  return k <= kTopkFinalMaxK ? TopkStrategy::kGridSmall : TopkStrategy::kGridSort;
+  const bool small = k <= kTopkFinalMaxK;
+  if (kTopkStreamFilter) return small ? TopkStrategy::kStreamSmall : TopkStrategy::kStreamSort;
+  return small ? TopkStrategy::kGridSmall : TopkStrategy::kGridSort;
+}
+
+// The strategy a call runs: `forced` (a TopkStrategy; the grid's and the stream's two variants
+// each stand for both, picked by k) where it can run the call, else kInvalid; forced < 0:
+// topk_strategy's. kNone for k = 0 or empty rows, whatever is forced.
+JMP_HD TopkStrategy topk_resolve_strategy(int64_t forced, int64_t k, int64_t length) {
+  if (k <= 0 || length <= 0) return TopkStrategy::kNone;
+  if (forced < 0) return topk_strategy(k, length);
+  if (forced > static_cast<int64_t>(TopkStrategy::kStreamSort)) return TopkStrategy::kInvalid;
+  TopkStrategy s = static_cast<TopkStrategy>(forced);
+  const bool small = k <= kTopkFinalMaxK;
+  if (s == TopkStrategy::kGridSmall || s == TopkStrategy::kGridSort) {
+    s = small ? TopkStrategy::kGridSmall : TopkStrategy::kGridSort;
+  } else if (s == TopkStrategy::kStreamSmall || s == TopkStrategy::kStreamSort) {
+    s = small ? TopkStrategy::kStreamSmall : TopkStrategy::kStreamSort;
+  }
+  return topk_strategy_possible(s, k, length) ? s : TopkStrategy::kInvalid;
 }
 
 // What a grid row keeps in the workspace besides its candidates: the threshold, counts, the
@@ -192,7 +329,8 @@ struct TopkRowState {
   int32_t need;        // exact path: keys equal to the prefix still to take
   int32_t above;       // exact path: keys above the k-th written so far
   int32_t ticket;      // exact path: the row's blocks done with the current radix pass
-  int32_t padding[3];
+  int32_t filtered;    // stream filter: its blocks done (row 0's state holds the grid's)
+  int32_t padding[2];
   int32_t hist[1 << kTopkRadixBits];
 };
 

@@ -303,12 +303,14 @@ constexpr int64_t topk_sort_splits(int key_bytes, int64_t rows, int64_t capacity
   return by_index > by_key ? by_index : by_key;
 }
 
-inline TopkLayout topk_layout(int key_bytes, int64_t k, int64_t rows, int64_t length) {
+// The layout of a call's strategy (topk_resolve_strategy of `forced`: -1, tuning's choice);
+// kNone, kInvalid and the strategies of a block or a group a row lay out nothing. The grid's and
+// the stream's strategies lay out the same.
+inline TopkLayout topk_layout(int key_bytes, int64_t k, int64_t rows, int64_t length,
+                              int64_t forced = -1) {
   TopkLayout l{};
-  l.strategy = topk_strategy(k, length);
-  if (l.strategy == TopkStrategy::kNone || l.strategy == TopkStrategy::kBlock || rows <= 0) {
-    return l;
-  }
+  l.strategy = topk_resolve_strategy(forced, k, length);
+  if (!topk_is_grid(l.strategy) || rows <= 0) return l;
   l.capacity = topk_grid_capacity(k, length);
   l.tiles = ceil_div(length, kTopkTile);
   int64_t at = 0;
@@ -322,7 +324,7 @@ inline TopkLayout topk_layout(int key_bytes, int64_t k, int64_t rows, int64_t le
   l.cand_indices = region(l.capacity * 4);
   l.tile_ties = region(l.tiles * 4);
   l.row_flags = l.splits = at;
-  if (l.strategy == TopkStrategy::kGridSort) {
+  if (l.strategy == TopkStrategy::kGridSort || l.strategy == TopkStrategy::kStreamSort) {
     for (int64_t& buffer : l.sort_buffers) buffer = region(l.capacity * 8);
     l.row_flags = region(1);
     l.splits_elements = topk_sort_splits(key_bytes, rows, l.capacity);
@@ -337,13 +339,14 @@ inline TopkLayout topk_layout(int key_bytes, int64_t k, int64_t rows, int64_t le
 // shard of a batch-sharded call has its rows' part): rows * this >= topk_layout(...).bytes / 4.
 // Each region is rows x its bytes a row, 8-byte aligned (at most 8 bytes more, once a region:
 // 2 elements a row), and the sort's partition workspace is within its bound a row.
-inline int64_t topk_workspace_per_row(int key_bytes, int64_t k, int64_t length) {
-  const TopkStrategy strategy = topk_strategy(k, length);
-  if (strategy == TopkStrategy::kNone || strategy == TopkStrategy::kBlock) return 0;
+inline int64_t topk_workspace_per_row(int key_bytes, int64_t k, int64_t length,
+                                      int64_t forced = -1) {
+  const TopkStrategy strategy = topk_resolve_strategy(forced, k, length);
+  if (!topk_is_grid(strategy)) return 0;
   const int64_t capacity = topk_grid_capacity(k, length);
   int64_t bytes = int64_t(sizeof(TopkRowState)) + capacity * key_bytes + 8 + capacity * 4 + 8 +
                   ceil_div(length, kTopkTile) * 4 + 8;
-  if (strategy == TopkStrategy::kGridSort) {
+  if (strategy == TopkStrategy::kGridSort || strategy == TopkStrategy::kStreamSort) {
     bytes += 6 * (capacity * 8 + 8) + 8 + 8;
     const int64_t splits =
         key_bytes <= 4

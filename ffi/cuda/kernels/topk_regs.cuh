@@ -1,0 +1,315 @@
+// topk_regs.cuh (level: kernels): the registers strategy of the CUDA top_k (tuning/topk.h kRegs):
+// a group of kGroup threads a row (a warp, kTopkRegsWarps rows a block, or the whole block), each
+// thread holding kItems keys of its row in registers, so the row is read once and every later
+// step works on registers and a small shared buffer:
+//   1. the loads: kVec keys a load (16 bytes, fewer for a few narrow keys), item i of thread t the
+//      key (i / kVec) kGroup kVec + t kVec + i % kVec of the row; order keys as they load
+//      (TopkOrder::key), keys past the row 0 and never taken;
+//   2. T, the k-th largest of the threads' largest order keys: a bitwise search, one group count
+//      a bit (a ballot, or __syncthreads_count). At least k keys are >= T (the k threads whose
+//      largest key is), so the k first are among them: T = 0 (fewer than k threads hold keys)
+//      takes every key;
+//   3. the keys >= T appended to the row's shared buffer (one shared atomic a thread that has
+//      some), each ranked by counting the buffered pairs before it (order key descending, index
+//      ascending: a total order, so the ranks are distinct) and written at its rank when below
+//      k, its value the key's bits read again at its index;
+//   4. more than kTopkRegsRankFactor x k keys >= T (heavy ties): the exact path: the k-th largest
+//      order key by the same search over every key (group sums of each thread's count), the keys
+//      above it (fewer than k) and the first ties in index order (a group scan of each load's
+//      ties), exactly k pairs, ranked as in 3.
+// Every thread of a group calls every group step (warps: ballots and shuffles of all 32 lanes,
+// __syncwarp; blocks: __syncthreads). The kernel starts with grid_prologue() (grid_launch.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "topk_kernels.cuh"
+
+namespace jax_mergepath {
+namespace topk {
+
+// What a group of kGroup threads (a warp, or the whole block) does together. `sums`: kGroup / 32
+// ints of shared memory (block groups).
+template <int kGroup>
+struct RegsGroup {
+  static constexpr bool kWarp = kGroup == 32;
+  int* sums;
+
+  __device__ void sync() const {
+    if constexpr (kWarp) {
+      __syncwarp();
+    } else {
+      __syncthreads();
+    }
+  }
+
+  // The group's threads with pred true.
+  __device__ int count(bool pred) const {
+    if constexpr (kWarp) {
+      return __popc(__ballot_sync(kFullMask, pred));
+    } else {
+      return __syncthreads_count(pred ? 1 : 0);
+    }
+  }
+
+  // The sum of v over the group, for every thread.
+  __device__ int sum(int v) const {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(kFullMask, v, d);
+    if constexpr (kWarp) {
+      return v;
+    } else {
+      if ((threadIdx.x & 31u) == 0) sums[threadIdx.x >> 5] = v;
+      __syncthreads();
+      int total = 0;
+#pragma unroll
+      for (int w = 0; w < kGroup / 32; ++w) total += sums[w];
+      __syncthreads();  // (sums is written again by the next sum)
+      return total;
+    }
+  }
+
+  // The sum of v over the threads before this one (thread order); total: over all.
+  __device__ int exclusive(int v, int& total, BlockScanStorage<int, kGroup>& scan) const {
+    if constexpr (kWarp) {
+      const int inclusive = warp_inclusive_sum(v);
+      total = __shfl_sync(kFullMask, inclusive, 31);
+      return inclusive - v;
+    } else {
+      const int before = block_exclusive_sum<int, kGroup>(v, total, scan);
+      __syncthreads();  // (the scan's storage)
+      return before;
+    }
+  }
+};
+
+// The word a load of kBytes (4, 8 or 16) reads.
+template <int kBytes>
+struct LoadWord;
+template <>
+struct LoadWord<4> {
+  using type = uint32_t;
+};
+template <>
+struct LoadWord<8> {
+  using type = uint2;
+};
+template <>
+struct LoadWord<16> {
+  using type = uint4;
+};
+
+// kKeys keys at p (aligned to their bytes) in one read-only load.
+template <typename Bits, int kKeys>
+__device__ __forceinline__ void load_keys(const Bits* p, Bits (&out)[kKeys]) {
+  using Word = typename LoadWord<kKeys * int(sizeof(Bits))>::type;
+  const Word w = __ldg(reinterpret_cast<const Word*>(p));
+  memcpy(out, &w, sizeof(Word));
+}
+
+// Keys a load of kRegs: 16 bytes, or kItems keys where they are fewer (at least 4 bytes).
+template <typename Bits, int kItems>
+constexpr int regs_load_keys() {
+  constexpr int full = kVectorKeys<Bits>;
+  constexpr int keys = kItems < full ? kItems : full;
+  return keys * int(sizeof(Bits)) >= 4 ? keys : 4 / int(sizeof(Bits));
+}
+
+// kRegs: a group of kGroup threads a row, kItems keys a thread (the file's top comment). aligned:
+// every row starts 16-byte aligned (the keys' loads may be whole words; else one key a load).
+template <typename Bits, int kGroup, int kItems>
+__global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
+    topk_regs_kernel(TopkCall call, TopkOrder<Bits> order, bool aligned) {
+  grid_prologue();
+  constexpr bool kWarp = kGroup == 32;
+  constexpr int kRows = kWarp ? kTopkRegsWarps : 1;  // rows a block at once
+  constexpr int kVec = regs_load_keys<Bits, kItems>();
+  constexpr int kLoads = kItems / kVec;
+  constexpr int kCap = 2 * kGroup;  // buffered pairs a row
+  static_assert(kItems % kVec == 0 && kItems <= 32, "whole loads a thread, a bit an item");
+  static_assert(kTopkRegsRankFactor * kGroup <= kCap * kTopkRegsKDivisor,
+                "the buffer holds kTopkRegsRankFactor x k pairs for every k of the group");
+  __shared__ Bits cand_keys[kRows][kCap];
+  __shared__ int32_t cand_indices[kRows][kCap];
+  __shared__ int counts[kRows];
+  __shared__ int sums[kGroup / 32];
+  __shared__ BlockScanStorage<int, kGroup> scan;
+  const int slot = kWarp ? static_cast<int>(threadIdx.x >> 5) : 0;
+  const int t = kWarp ? static_cast<int>(threadIdx.x & 31u) : static_cast<int>(threadIdx.x);
+  const RegsGroup<kGroup> group{sums};
+  const int k = static_cast<int>(call.k);
+  const int64_t length = call.length;
+  Bits* keys = cand_keys[slot];
+  int32_t* indices = cand_indices[slot];
+  auto position = [&](int i) {
+    return int64_t{i / kVec} * kGroup * kVec + int64_t{t} * kVec + i % kVec;
+  };
+  for (int64_t row = int64_t{blockIdx.x} * kRows + slot; row < call.rows;
+       row += int64_t{gridDim.x} * kRows) {
+    const Bits* x = static_cast<const Bits*>(call.keys) + row * length;
+    // 1. the keys
+    Bits u[kItems];
+#pragma unroll
+    for (int v = 0; v < kLoads; ++v) {
+      const int64_t p0 = position(v * kVec);
+      Bits raw[kVec];
+      if (aligned && p0 + kVec <= length) {
+        load_keys<Bits, kVec>(x + p0, raw);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) raw[e] = p0 + e < length ? __ldg(x + p0 + e) : Bits(0);
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
+    }
+    unsigned valid = 0;  // bit i: item i is a key of the row
+    Bits most = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      valid |= static_cast<unsigned>(position(i) < length) << i;
+      u[i] = (valid >> i) & 1u ? order.key(u[i]) : Bits(0);
+      most = u[i] > most ? u[i] : most;
+    }
+    auto in_row = [&](int i) { return ((valid >> i) & 1u) != 0; };
+    // 2. T: the k-th largest of the threads' largest keys
+    Bits threshold = 0;
+    for (int bit = 8 * int(sizeof(Bits)) - 1; bit >= 0; --bit) {
+      const Bits c = static_cast<Bits>(threshold | static_cast<Bits>(Bits(1) << bit));
+      if (group.count(most >= c) >= k) threshold = c;
+    }
+    // 3. the keys >= T, buffered
+    int mine = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) mine += in_row(i) && u[i] >= threshold;
+    if (t == 0) counts[slot] = 0;
+    group.sync();
+    if (mine > 0) {
+      int at = atomicAdd(&counts[slot], mine);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        if (in_row(i) && u[i] >= threshold) {
+          if (at < kCap) {
+            keys[at] = u[i];
+            indices[at] = static_cast<int32_t>(position(i));
+          }
+          ++at;
+        }
+      }
+    }
+    group.sync();
+    int count = counts[slot];
+    if (count > kTopkRegsRankFactor * k) {
+      // 4. the exact path: the k-th largest key, the keys above it, the first ties
+      Bits kth = 0;
+      for (int bit = 8 * int(sizeof(Bits)) - 1; bit >= 0; --bit) {
+        const Bits c = static_cast<Bits>(kth | static_cast<Bits>(Bits(1) << bit));
+        int n = 0;
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) n += in_row(i) && u[i] >= c;
+        if (group.sum(n) >= k) kth = c;
+      }
+      int above = 0;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) above += in_row(i) && u[i] > kth;
+      const int greater = group.sum(above);  // < k
+      const int need = k - greater;
+      group.sync();  // (every thread has read counts[slot] and is done with the buffer)
+      if (t == 0) counts[slot] = 0;
+      group.sync();
+      if (above > 0) {
+        int at = atomicAdd(&counts[slot], above);
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          if (in_row(i) && u[i] > kth) {
+            keys[at] = u[i];
+            indices[at] = static_cast<int32_t>(position(i));
+            ++at;
+          }
+        }
+      }
+      int ties = 0;  // the ties in the loads before this one, all threads
+#pragma unroll
+      for (int v = 0; v < kLoads; ++v) {
+        int equal = 0;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          equal += in_row(v * kVec + e) && u[v * kVec + e] == kth;
+        }
+        int total = 0;
+        int rank = ties + group.exclusive(equal, total, scan);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const int i = v * kVec + e;
+          if (in_row(i) && u[i] == kth) {
+            if (rank < need) {
+              keys[greater + rank] = kth;
+              indices[greater + rank] = static_cast<int32_t>(position(i));
+            }
+            ++rank;
+          }
+        }
+        ties += total;
+      }
+      group.sync();
+      count = k;
+    }
+    // the ranks: the pairs before each one
+    Bits* out_values = static_cast<Bits*>(call.out_values) + row * call.k;
+    int32_t* out_indices = call.out_indices + row * call.k;
+    for (int j = t; j < count; j += kGroup) {
+      const Bits key = keys[j];
+      const int32_t index = indices[j];
+      int rank = 0;
+      for (int c = 0; c < count; ++c) {
+        const Bits other = keys[c];
+        rank += other > key || (other == key && indices[c] < index);
+      }
+      if (rank < k) {
+        out_indices[rank] = index;
+        out_values[rank] = __ldg(x + index);
+      }
+    }
+    group.sync();  // (the buffer and counts[slot] are the next row's)
+  }
+}
+
+template <typename Bits, int kGroup, int kItems>
+cudaError_t launch_regs(const TopkCall& call, TopkOrder<Bits> order, bool aligned,
+                        cudaStream_t stream) {
+  constexpr int kRows = kGroup == 32 ? kTopkRegsWarps : 1;
+  constexpr int kThreads = kGroup == 32 ? 32 * kTopkRegsWarps : kGroup;
+  const int64_t blocks = ceil_div(call.rows, kRows);
+  constexpr int64_t kMostBlocks = (int64_t{1} << 31) - 1;
+  return launch_kernel(topk_regs_kernel<Bits, kGroup, kItems>,
+                       static_cast<unsigned>(blocks < kMostBlocks ? blocks : kMostBlocks),
+                       kThreads, stream, call, order, aligned);
+}
+
+// The registers strategy's launch for rows of `Bits` (topk_regs_shape's group and items); an
+// invalid value where that shape cannot run the call. (Instantiated in instances/topk_regs.cu.)
+template <typename Bits>
+cudaError_t topk_regs_launch(const TopkCall& call, TopkOrder<Bits> order, cudaStream_t stream) {
+  const TopkRegsShape shape = topk_regs_shape(call.k, call.length);
+  const bool aligned = (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
+                       (call.rows == 1 || (call.length * int64_t(sizeof(Bits))) % 16 == 0);
+  switch (shape.group) {
+    case 32:
+      switch (shape.items) {
+        case 4: return launch_regs<Bits, 32, 4>(call, order, aligned, stream);
+        case 8: return launch_regs<Bits, 32, 8>(call, order, aligned, stream);
+        case kTopkRegsItems: return launch_regs<Bits, 32, kTopkRegsItems>(call, order, aligned, stream);
+        default: return cudaErrorInvalidValue;
+      }
+    case 64: return launch_regs<Bits, 64, kTopkRegsItems>(call, order, aligned, stream);
+    case 128: return launch_regs<Bits, 128, kTopkRegsItems>(call, order, aligned, stream);
+    case 256: return launch_regs<Bits, 256, kTopkRegsItems>(call, order, aligned, stream);
+    case kTopkRegsMaxGroup:
+      return launch_regs<Bits, kTopkRegsMaxGroup, kTopkRegsItems>(call, order, aligned, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace topk
+}  // namespace jax_mergepath
