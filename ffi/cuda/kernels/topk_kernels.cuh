@@ -197,6 +197,53 @@ __device__ __forceinline__ void warp_append(int mine, int* next, int64_t cap, co
   }
 }
 
+// One stretch of a filtering read, by every thread of a block of kThreads: the kItems keys of
+// thread t (item i: key start + (i / kVec) kThreads kVec + t kVec + i % kVec of a row of len
+// keys at base), read by 16-byte loads where `vectors` and the stretch is whole, else by
+// load(p) (0 past the row); each made an order key by to_order, those >= threshold appended by
+// warp_append to the places counted by *next (write(at, order key, position) for at < cap).
+template <typename Bits, int kThreads, int kItems, bool kReadOnly, typename Load, typename ToOrder,
+          typename Write>
+__device__ __forceinline__ void filter_stretch(const Bits* base, int64_t start, int64_t len,
+                                               bool vectors, Bits threshold, const Load& load,
+                                               const ToOrder& to_order, int* next, int64_t cap,
+                                               const Write& write) {
+  constexpr int kVec = kVectorKeys<Bits>;
+  constexpr int kVecs = kItems / kVec;
+  constexpr int64_t kStep = int64_t{kThreads} * kItems;
+  auto position = [&](int i) {
+    return start + int64_t{i / kVec} * kThreads * kVec + int64_t{threadIdx.x} * kVec + i % kVec;
+  };
+  const bool whole = start + kStep <= len;  // (block-uniform: every item in the row)
+  Bits u[kItems];
+  if (vectors && whole) {
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+      Bits raw[kVec];
+      load_vector<Bits, kReadOnly>(base + position(v * kVec), raw);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int64_t p = position(i);
+      u[i] = p < len ? load(p) : Bits(0);
+    }
+  }
+  auto take = [&](int i) { return (whole || position(i) < len) && u[i] >= threshold; };
+  int mine = 0;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    u[i] = to_order(u[i]);
+    mine += take(i);
+  }
+  if (__any_sync(kFullMask, mine > 0)) {
+    warp_append<kItems>(mine, next, cap, take,
+                        [&](int64_t at, int i) { write(at, u[i], position(i)); });
+  }
+}
+
 // block_topk's shared memory: cap order keys, max_samples samples, cap indices and the
 // histogram, carved from the dynamic buffer in that order (every part stays aligned: cap and
 // max_samples are powers of two of at least 64).
@@ -299,39 +346,13 @@ __device__ void stream_vectors(const Source& src, int64_t len, Bits threshold, i
   const Bits* base = src.base();
   const bool aligned = aligned16(base);
   for (int64_t start = 0; start < len; start += kStep) {
-    auto position = [&](int i) {
-      return start + int64_t{i / kVec} * kThreads * kVec + int64_t{threadIdx.x} * kVec + i % kVec;
-    };
-    const bool whole = start + kStep <= len;  // (block-uniform: every item in the source)
-    Bits u[kItems];
-    if (aligned && whole) {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-        Bits raw[kVec];
-        load_vector<Bits, Source::kReadOnly>(base + position(v * kVec), raw);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        const int64_t p = position(i);
-        u[i] = p < len ? src.stored(p) : Bits(0);
-      }
-    }
-    auto take = [&](int i) { return (whole || position(i) < len) && u[i] >= threshold; };
-    int mine = 0;
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      u[i] = src.order_of(u[i]);
-      mine += take(i);
-    }
-    if (__any_sync(kFullMask, mine > 0)) {
-      warp_append<kItems>(mine, &sc.count, cap, take, [&](int64_t at, int i) {
-        buf.keys[at] = u[i];
-        buf.indices[at] = src.index(position(i));
-      });
-    }
+    filter_stretch<Bits, kThreads, kItems, Source::kReadOnly>(
+        base, start, len, aligned, threshold, [&](int64_t p) { return src.stored(p); },
+        [&](Bits b) { return src.order_of(b); }, &sc.count, cap,
+        [&](int64_t at, Bits key, int64_t p) {
+          buf.keys[at] = key;
+          buf.indices[at] = src.index(p);
+        });
     int seen = 0;
     if (lane == 0) seen = *static_cast<volatile int*>(&sc.count);
     if (__shfl_sync(kFullMask, seen, 0) > cap) break;
@@ -591,42 +612,15 @@ __global__ void __launch_bounds__(kTopkStreamThreads, kTopkStreamBlocksPerSm)
       x = static_cast<const Bits*>(call.keys) + row * length;
     }
     const int64_t start = (c - r * chunks_per_row) * kChunk;
-    auto position = [&](int i) {
-      return start + int64_t{i / kVec} * kTopkStreamThreads * kVec + int64_t{threadIdx.x} * kVec +
-             i % kVec;
-    };
-    const bool whole = start + kChunk <= length;  // (block-uniform: every item in the row)
-    Bits u[kItems];
-    if (aligned && whole) {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-        Bits raw[kVec];
-        load_vector<Bits, true>(x + position(v * kVec), raw);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        const int64_t p = position(i);
-        u[i] = p < length ? __ldg(x + p) : Bits(0);
-      }
-    }
-    auto take = [&](int i) { return (whole || position(i) < length) && u[i] >= threshold; };
-    int mine = 0;
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      u[i] = order.key(u[i]);
-      mine += take(i);
-    }
-    if (__any_sync(kFullMask, mine > 0)) {
-      Bits* keys = g.cand_keys + row * g.capacity;
-      int32_t* indices = g.cand_indices + row * g.capacity;
-      warp_append<kItems>(mine, &g.states[row].count, g.capacity, take, [&](int64_t at, int i) {
-        keys[at] = u[i];
-        indices[at] = static_cast<int32_t>(position(i));
-      });
-    }
+    Bits* keys = g.cand_keys + row * g.capacity;
+    int32_t* indices = g.cand_indices + row * g.capacity;
+    filter_stretch<Bits, kTopkStreamThreads, kItems, true>(
+        x, start, length, aligned, threshold, [&](int64_t p) { return __ldg(x + p); },
+        [&](Bits b) { return order.key(b); }, &g.states[row].count, g.capacity,
+        [&](int64_t at, Bits key, int64_t p) {
+          keys[at] = key;
+          indices[at] = static_cast<int32_t>(p);
+        });
   }
   // The rows' flags, by the last block done (every thread's writes fenced before the count).
   __threadfence();
