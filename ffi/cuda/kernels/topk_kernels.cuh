@@ -640,9 +640,10 @@ __global__ void __launch_bounds__(kTopkStreamThreads, kTopkStreamBlocksPerSm)
 }
 
 // 3. A thread a row: the exact path for rows with fewer than k candidates or more than the
-// capacity.
-__global__ void topk_decide_kernel(TopkRowState* states, int64_t rows, int64_t k,
-                                   int64_t capacity) {
+// capacity. (static, as the other kernel that is no template: the header is in two translation
+// units.)
+static __global__ void topk_decide_kernel(TopkRowState* states, int64_t rows, int64_t k,
+                                          int64_t capacity) {
   grid_prologue();
   const int64_t row = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (row >= rows) return;
@@ -794,7 +795,7 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
 
 // 6. A block a flagged row: the tiles' tie counts made exclusive prefixes (in place); the row's
 // candidates will be k.
-__global__ void __launch_bounds__(kTopkSampleThreads)
+static __global__ void __launch_bounds__(kTopkSampleThreads)
     topk_tie_scan_kernel(TopkRowState* states, int32_t* tile_ties, int64_t rows, int64_t tiles,
                          int64_t k) {
   grid_prologue();
