@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -56,8 +57,11 @@ def test_merges_and_sorts_inside_cuda_graphs():
         env.get("XLA_FLAGS", "")
         + " --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
     )
+    # (run from tests/: `python -c` puts its working directory first on sys.path, and the
+    # repository root's jax_mergepath is the unbuilt source folder where the package is installed)
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600,
+        cwd=pathlib.Path(__file__).parent,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "GRAPH OK" in proc.stdout

@@ -432,10 +432,16 @@ def test_moved_one_row_shards_decline_cub(key_bytes, payload):
     from jax_mergepath import _cuda
 
     carried = 4 if payload else 0
-    for _, integer, n, per_row in _one_row_shards_that_moved(key_bytes, payload):
+    for knob, integer, n, per_row in _one_row_shards_that_moved(key_bytes, payload):
         if key_bytes < 8 and carried in (0, 4):  # (order keys: 2 and 4 bytes have instances)
             need = _cuda.radix_temp_bytes(key_bytes, payload > 0, False, 1, n)
             have = 4 * (per_row - _cpu.radix_count_elements(1, n))
+            if need <= have:
+                # The one exception (measured on an H200): under the forced radix knob (for
+                # benchmarks), a row CUB sorts in one tile (4096 keys) needs 1 byte: such a
+                # one-row shard ran CUB before and merge-sorts now, the same bits.
+                assert knob == "radix" and n <= 4096, (knob, integer, n, need, have)
+                continue
             assert need > have, (integer, n, need, have)
         direct_kind = payload == 0 or (payload == 2 and key_bytes < 8)
         if integer and direct_kind:

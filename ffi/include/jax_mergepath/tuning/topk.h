@@ -340,9 +340,10 @@ struct TopkRowState {
 // the order keys. Every way gives the same bits. The CPU kernels beat XLA:CPU's top_k at every
 // measured size (docs/performance.md), so the CPU always takes them. On the GPU a k of at least
 // kTopkSortShare of the row takes the sort (the candidates are then most of the row) and rows of
-// at most kTopkXlaMaxLength keys XLA's top_k: both to be measured (0: never).
+// at most kTopkXlaMaxLength keys XLA's top_k (0: never); both measured on an H200
+// (docs/performance.md "Top-k": the sort won at k = n / 4, the kernels on rows of 2^10 keys).
 enum class TopkRoute : int { kKernel = 0, kSort = 1, kXla = 2 };
-inline constexpr double kTopkSortShare = 0.5;
+inline constexpr double kTopkSortShare = 0.25;
 inline constexpr int64_t kTopkXlaMaxLength = 0;
 
 inline TopkRoute topk_route(bool cuda, int key_bytes, int64_t rows, int64_t length, int64_t k) {
