@@ -5,7 +5,7 @@ sort family (sort, argsort, sort_by_key, lax_sort, sort_key_val, searchsorted), 
 family (top_k, top_k_by_key, partition, argpartition),
 check_sorted_inputs (the opt-in check that sorted inputs are sorted), and
 export_disabled_checks for jax.export. Each function's docstring gives its arguments, results
-and errors; docs/performance.md gives the measurements.
+and errors; docs/contract.md gives the ordering contract, docs/performance.md the measurements.
 """
 
 from jax_mergepath._checked import check_sorted_inputs
