@@ -59,7 +59,7 @@ def custom_calls(text: str) -> list[str]:
         ("searchsorted_sorted", lambda a, b: jmp.searchsorted(a, b, sorted_v=True),
          "jmp_searchsorted"),
         ("top_k", lambda a, b: jmp.top_k(a, 10), "jmp_top_k"),
-        ("top_k_smallest", lambda a, b: jmp.top_k(a, 3000, largest=False), "jmp_top_k"),
+        ("top_k_smallest", lambda a, b: jmp.top_k(a, 2000, largest=False), "jmp_top_k"),
         ("top_k_by_key", lambda a, b: jmp.top_k_by_key(a, {"b": a + 1}, 7)[1]["b"],
          "jmp_top_k"),
     ],
