@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from reference import assert_bits_equal, random_keys
 from select_checks import is_valid_partition, ref_top_k
+from tiers import core_fast
 
 import jax_mergepath as jmp
 
@@ -56,8 +57,7 @@ def _check(x, kth, axis=-1):
 
 @pytest.mark.parametrize(
     "dtype",
-    [d if d in (np.dtype(np.float32), np.dtype(np.int32)) else
-     pytest.param(d, marks=pytest.mark.slow) for d in DTYPES],
+    core_fast(DTYPES, lambda d: d in (np.dtype(np.float32), np.dtype(np.int32))),
     ids=lambda d: d.name,
 )
 def test_matches_jnp(dtype, rng):
@@ -81,7 +81,8 @@ def test_where_jnp_is_not_a_partition():
     np.testing.assert_array_equal(np.sort(idx[:3]), [0, 2, 4])
 
 
-@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", core_fast(FLOATS, lambda d: d == np.dtype(np.float32)),
+                         ids=lambda d: d.name)
 def test_nans_of_both_signs_with_one_payload(dtype, rng):
     # A positive and a negative NaN of the same payload are distinct keys in every row: the
     # bottom and the top never both take one of them (the result is a permutation), wherever

@@ -1,11 +1,8 @@
-# Calls along a SHARDED axis (docs/contract.md "Sharding"), the fast tier: the core cases of
-# tests/sharding/sharded_axis.py (sort / argsort / sort_by_key / lax_sort inside a shard_map with
-# axis_name=, under jax.jit and eagerly on explicit-axis arrays: the unsharded jnp result bit for
-# bit, the input's sharding kept, no all-gather of the data; sorts inside check_sorted_inputs())
-# and of auto_axes.py (every function under plain jax.jit on AUTO mesh axes: in_shardings,
-# with_sharding_constraint, vmap, grad, jvp, export, the compiled program's collectives bounded
-# by the splitter samples, single-device programs unchanged), with 8 host CPU devices (about 60
-# and 90 s on 2 cores). The rest is test_sharded_slow.py.
+# Calls along a SHARDED axis (docs/contract.md "Sharding"), the fast tier's smoke cases, each in
+# a fresh process with 8 host CPU devices (about 15 s on 2 cores): a sort inside a shard_map with
+# axis_name= (tests/sharding/sharded_axis.py), a sort and a merge under plain jax.jit on AUTO mesh
+# axes (auto_axes.py: the unsharded result bit for bit, the input's sharding kept). Every case of
+# every script, x64 off and on: test_sharded_slow.py (the slow tier, which .ci/run runs too).
 from __future__ import annotations
 
 import pytest
@@ -14,6 +11,10 @@ from sharded_scripts import AUTO, QUICK_TIMEOUT, SORTS, run_script
 pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 
-@pytest.mark.parametrize("script", [SORTS, AUTO], ids=["sorts", "auto"])
-def test_sharded_quick(script):
-    run_script(script, "--quick", timeout=QUICK_TIMEOUT)
+@pytest.mark.parametrize(
+    ("script", "case"),
+    [(SORTS, "shard_map dtype float32"), (AUTO, "in_shardings"), (AUTO, "merge with indices")],
+    ids=["shard_map-sort", "auto-in_shardings", "auto-merge"],
+)
+def test_sharded_smoke(script, case):
+    run_script(script, "--quick", "-k", case, timeout=QUICK_TIMEOUT, want=1)

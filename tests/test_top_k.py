@@ -20,6 +20,7 @@ from select_checks import (
     every_pattern,
     ref_top_k,
 )
+from tiers import core_fast
 
 import jax_mergepath as jmp
 
@@ -30,7 +31,7 @@ CORE = {np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.bool_)}
 
 
 def _tiered(dtypes):
-    return [d if d in CORE else pytest.param(d, marks=pytest.mark.slow) for d in dtypes]
+    return core_fast(dtypes, lambda d: d in CORE)
 
 
 def _keys(rng, dtype, shape, pattern="random"):

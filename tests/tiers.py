@@ -1,0 +1,13 @@
+# Test tiers inside one parametrization: the fast tier (the README's test command, at most a few
+# minutes on a 2-core machine) runs the core values, the slow tier (.ci/run runs it too) the rest.
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+
+def core_fast(values: Iterable[Any], is_core: Callable[[Any], bool]) -> list[Any]:
+    """The values, each one for which is_core is false marked slow."""
+    return [v if is_core(v) else pytest.param(v, marks=pytest.mark.slow) for v in values]
