@@ -244,7 +244,8 @@ def test_sort_by_key_array_values(rng, n, descending):
     ("key_dtype", "value_dtype"),
     core_fast([(np.float32, np.int8), (np.float32, np.float16), (np.int32, np.float32),
                (np.float32, np.int64), (np.float64, np.float64), (np.uint16, np.uint8),
-               (np.float32, np.complex128)], lambda pair: pair == (np.int32, np.float32)),
+               (np.float32, np.complex128)], lambda pair: pair == (np.int32, np.float32),
+              unpack=True),
     ids=lambda d: dtype_id(d),
 )  # fmt: skip
 def test_sort_by_key_tile_sizes(rng, key_dtype, value_dtype, label):

@@ -8,6 +8,12 @@ from typing import Any
 import pytest
 
 
-def core_fast(values: Iterable[Any], is_core: Callable[[Any], bool]) -> list[Any]:
-    """The values, each one for which is_core is false marked slow."""
-    return [v if is_core(v) else pytest.param(v, marks=pytest.mark.slow) for v in values]
+def core_fast(values: Iterable[Any], is_core: Callable[[Any], bool],
+              unpack: bool = False) -> list[Any]:
+    """The values, each one for which is_core is false marked slow (unpack: each value a tuple of
+    several parameters' values, as for parametrize with several names)."""
+    def slow(v: Any) -> Any:
+        return pytest.param(*v, marks=pytest.mark.slow) if unpack else pytest.param(
+            v, marks=pytest.mark.slow)
+
+    return [v if is_core(v) else slow(v) for v in values]
