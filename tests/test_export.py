@@ -203,7 +203,8 @@ def test_export_concrete_shapes(case, rng):
     _assert_same(exported.call(*args), jax.jit(case.fn)(*args), case.name)
 
 
-# The fast tier exports one case of each family with symbolic shapes; the slow tier every case.
+# The fast tier exports one case of each family with symbolic shapes and for both platforms;
+# the slow tier every case.
 SYMBOLIC_CORE = {"merge_ragged", "merge_by_key_pytree", "sort_by_key_pytree", "searchsorted",
                  "vmap_merge", "grad_sort", "top_k_symbolic_axis", "partition"}
 
@@ -223,7 +224,8 @@ def _custom_call_targets(text: str) -> set[str]:
     return set(re.findall(r"stablehlo\.custom_call @(\w+)", text)) - {"shape_assertion"}
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", core_fast(CASES, lambda c: c.name in SYMBOLIC_CORE),
+                         ids=lambda c: c.name)
 def test_export_for_cpu_and_cuda_names_our_targets(case, rng):
     # jax.export lowers for CUDA without a GPU (the CUDA lowering needs no CUDA module); the
     # exported program still runs here, on its CPU lowering.

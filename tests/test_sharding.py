@@ -17,7 +17,8 @@ pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 SCRIPT = pathlib.Path(__file__).parent / "sharding" / "batch_sharded.py"
 
 
-@pytest.mark.parametrize("shardy", ["1", "0"], ids=["shardy", "gspmd"])
+@pytest.mark.parametrize("shardy", ["1", pytest.param("0", marks=pytest.mark.slow)],
+                         ids=["shardy", "gspmd"])
 def test_batch_sharded_calls_run_per_device(shardy):
     env = dict(os.environ)
     env.update(
