@@ -36,7 +36,7 @@ from jax.sharding import PartitionSpec as P
 
 from jax_mergepath._sharded.layout import Axes, explicit_axes, typed_sharding
 from jax_mergepath._sharded.local import run_local
-from jax_mergepath._sharded.ops import Op, feeds, layout, plain
+from jax_mergepath._sharded.ops import SELECTIONS, Op, feeds, gather_tangent, layout, plain
 from jax_mergepath._sharded.plan import leading, make_plan, nout
 
 sharded_p = Primitive("jmp_sharded")
@@ -290,8 +290,26 @@ def _zero(x) -> ad.Zero:
     return ad.Zero(jax.typeof(x).to_tangent_aval())
 
 
+def _selection_jvp(primals, tangents, op: Op):
+    """top_k's: each selected output's tangent is its input's tangent at the indices (a gather,
+    linear: grad transposes it into a scatter); none for the indices."""
+    outs = sharded_p.bind(*primals, op=op)
+    idx = outs[1]
+    out_tans = [_zero(o) for o in outs]
+    for j, i in ((0, 0), *((2 + m, 1 + m) for m in range(len(primals) - 1))):
+        t = tangents[i]
+        if type(t) is ad.Zero or not jnp.issubdtype(primals[i].dtype, jnp.inexact):
+            continue
+        # (the indices carry every vmap level, the tangent its primal's)
+        at = op.replace(vmapped=tuple((True, level[i]) for level in op.vmapped))
+        out_tans[j] = _vmapped(lambda _, a: [gather_tangent([a[1]], a[0])], at)(idx, t)[0]
+    return outs, out_tans
+
+
 def _jvp(primals, tangents, *, op: Op):
     base = op.replace(vmapped=())
+    if base.kind in SELECTIONS:
+        return _selection_jvp(primals, tangents, op)
     if base.kind in ("move", "back"):  # linear in the tangents or cotangents they move
         n = base.arity + 1
         linear = [ad.instantiate_zeros(t) for t in tangents[n:]]

@@ -60,6 +60,13 @@ def _manual() -> frozenset:
     return frozenset(jax.sharding.get_abstract_mesh().manual_axes)
 
 
+def typed(names: Sequence[str]) -> bool:
+    """Whether values are typed by their varying mesh axes `names` here (inside a shard_map;
+    not in a custom_partitioning call's per-device program, whose axes are not manual in the
+    context mesh)."""
+    return bool(names) and set(names) <= _manual()
+
+
 def varying(x: jax.Array, names: Sequence[str]) -> jax.Array:
     """x typed as varying over the mesh axes `names` where shard_map types values (loop carries
     and custom derivatives must agree); unchanged where nothing is typed (a custom_partitioning

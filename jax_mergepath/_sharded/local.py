@@ -19,6 +19,7 @@ from jax_mergepath._sharded.layout import Axes
 from jax_mergepath._sharded.merge import merge_local, merge_runs_local
 from jax_mergepath._sharded.ops import MERGES, Op, feeds
 from jax_mergepath._sharded.queries import co_rank_local, is_sorted_local, searchsorted_local
+from jax_mergepath._sharded.select import select_local
 from jax_mergepath._sharded.sort import sort_local
 
 
@@ -47,6 +48,10 @@ def run_local(op: Op, axes: Axes, arrays: list[jax.Array],
         a, v = arrays
         return [searchsorted_local(a, v, axes, right=op.right, queries_split=queries_split,
                                    op=op.name)]
+    if kind == "top_k":
+        x, *leaves = arrays
+        values, idx, moved, _ = select_local(x, leaves, op.k, x.ndim - 1, axes.name, op.largest)
+        return [values, idx, *moved]
     if kind == "move":
         n = op.arity
         return move_local(op.base, axes, arrays[:n], op.filled(arrays[:n], arrays[n + 1:]))

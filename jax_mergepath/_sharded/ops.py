@@ -34,8 +34,10 @@ from jax_mergepath._dispatch import (
 )
 from jax_mergepath._dtypes import index_dtype, position_dtype
 from jax_mergepath._primitives import Payload
+from jax_mergepath._select_dispatch import top_k_rows
 
 SORTS = ("sort", "argsort", "sort_by_key", "lax_sort")
+SELECTIONS = ("top_k",)  # outputs of k along the axis, replicated over its devices
 MERGES = ("merge", "merge_by_key", "merge_runs")
 
 
@@ -52,6 +54,8 @@ class Op:
     positions: bool = False
     right: bool = False
     sorted_v: bool = False
+    k: int = 0  # top_k: the selected count
+    largest: bool = True  # top_k: largest first
     base: Op | None = None  # move / back: the permutation
     arity: int = 0  # move / back: the base call's operands
     diff: tuple[int, ...] = ()  # move / back: the base's outputs with tangents
@@ -132,6 +136,11 @@ def layout(op: Op, ndims: list[int], nout: int) -> tuple[list[Dims], list[Dims]]
         return [Dims("n")], [Dims(None)]
     if kind == "searchsorted":
         return [Dims("n"), Dims("q")], [Dims("q")]
+    if kind in SELECTIONS:  # ("k": the selected axis, never split)
+        keys_nd = ndims[0]
+        ins = [Dims("n", nd - keys_nd) for nd in ndims]
+        outs = [Dims("k"), Dims("k")] + [Dims("k", d.trailing) for d in ins[1:]]
+        return ins, outs[:nout]
     raise ValueError(kind)
 
 
@@ -240,10 +249,14 @@ def plain(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
     if op.kind == "searchsorted":
         a, v = arrays
         return [searchsorted_rows(a, v, right=op.right, sorted_v=op.sorted_v, op=op.name)]
+    if op.kind == "top_k":
+        x, *leaves = arrays
+        values, idx = top_k_rows(x, op.k, largest=op.largest)
+        return [values, idx, *(gather_along(leaf, idx, x.ndim - 1) for leaf in leaves)]
     raise ValueError(op.kind)
 
 
-def _gather(t: list[jax.Array], source: jax.Array) -> jax.Array:
+def gather_tangent(t: list[jax.Array], source: jax.Array) -> jax.Array:
     """Tangents of the inputs (a merge's two sides concatenated) at source, along the axis, as
     jnp.sort's derivative takes them (jnp.take_along_axis: linear, transposable)."""
     ax = source.ndim - 1
@@ -259,7 +272,7 @@ def plain_move(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
     source, tans = arrays[n], op.filled(arrays[:n], arrays[n + 1:])
     out, at = [], 0
     for j in op.diff:
-        out.append(_gather(tans[at: at + len(fed[j])], source))
+        out.append(gather_tangent(tans[at: at + len(fed[j])], source))
         at += len(fed[j])
     return out
 
@@ -272,5 +285,5 @@ def plain_back(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
     for j, ct in zip(op.diff, cts, strict=True):
         like = [base[i] for i in fed[j]]
         avals = [jax.ShapeDtypeStruct(x.shape, ct.dtype) for x in like]
-        out.extend(jax.linear_transpose(lambda *t: _gather(list(t), source), *avals)(ct))
+        out.extend(jax.linear_transpose(lambda *t: gather_tangent(list(t), source), *avals)(ct))
     return op.kept(out)

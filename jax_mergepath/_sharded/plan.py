@@ -98,7 +98,7 @@ def make_plan(op: Op, mesh, specs: list[P], shapes: list[tuple[int, ...]], nout:
             break
 
     def spec(d: Dims, levels: list[int]) -> P:
-        elem = {"q": query, None: None}.get(d.elem, entry) if d.elem else None
+        elem = {"q": query, "k": None}.get(d.elem, entry) if d.elem else None
         out = [level_specs[k] for k in levels] + row_specs
         out += ([elem] if d.elem is not None else []) + [None] * d.trailing
         return P(*out)
@@ -147,4 +147,6 @@ def nout(op: Op, narrays: int) -> int:
         return 1 + (narrays - 2) // 2 + op.positions
     if kind in ("merge", "merge_runs"):
         return 1 + op.positions
+    if kind == "top_k":
+        return narrays + 1
     return 1

@@ -4,7 +4,9 @@ every device, and compiles to a program whose only gathers are of the candidates
 of the data.
 
 Paths: inside a user's shard_map (``axis_name=``), unchanged code under ``jax.jit`` with arrays
-placed on an Explicit mesh, and eager calls on such arrays. Cases: dtypes, both directions, k
+placed on an Explicit mesh, eager calls on such arrays, and plain ``jax.jit`` on arrays placed on
+AUTO mesh axes (``jax.sharding.Mesh``'s default; also through ``in_shardings``), with vmap and
+grad there. Cases: dtypes, both directions, k
 from 1 to the global length (more than a shard), ties across shards, NaNs and -0.0, 2-D arrays
 (rows replicated, or sharded on a second mesh axis), top_k_by_key with a pytree payload, grad,
 and (with ``--x64``) int64 global indices past 2**31 keys. Prints ``ok <case>`` or
@@ -99,12 +101,66 @@ def check_jit(mesh, x, k, largest, spec=None, axis=-1, eager=False):
     if eager:
         return f"{x.dtype} {x.shape} k={k} eager"
     text = jax.jit(f).lower(xs).compile().as_text()
-    sizes = [int(np.prod([int(d) for d in s.split(",") if d])) for s in SHAPES.findall(text)]
+    sizes = _gather_sizes(text)
     local = x.size // G
     assert GATHER.search(text), "no all-gather of the candidates"
     assert max(sizes, default=0) <= G * min(k, x.shape[axis] // G) * max(
         1, x.size // x.shape[axis]), f"gathers {sizes} larger than the candidates (shard {local})"
     return f"{x.dtype} {x.shape} k={k}, gathers {sizes}"
+
+
+def _gather_sizes(text: str) -> list[int]:
+    return [int(np.prod([int(d) for d in s.split(",") if d])) for s in SHAPES.findall(text)]
+
+
+def check_auto(x, k, largest, spec=None, axis=-1, in_shardings=False):
+    """Plain jax.jit on auto mesh axes: the single-device result bit for bit, replicated along
+    the axis, the program's gathers no larger than the candidates."""
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:G]).reshape(-1), ("d",))
+    spec = P("d") if spec is None else spec
+    sharding = NamedSharding(mesh, spec)
+
+    def f(x):
+        return jmp.top_k(x, k, axis=axis, largest=largest)
+
+    if in_shardings:
+        jf = jax.jit(f, in_shardings=sharding)
+        arg = x
+    else:
+        jf = jax.jit(f)
+        arg = jax.device_put(x, sharding)
+    got = jf(arg)
+    same(got, single(x, k, axis, largest), "auto axes")
+    want_spec = _replicated(spec, x.ndim, axis)
+    for o in got:
+        assert o.sharding.is_equivalent_to(NamedSharding(mesh, want_spec), o.ndim), o.sharding
+    sizes = _gather_sizes(jf.lower(arg).compile().as_text())
+    assert sizes, "no all-gather of the candidates"
+    assert max(sizes) <= G * min(k, x.shape[axis] // G) * max(1, x.size // x.shape[axis]), (
+        f"gathers {sizes} larger than the candidates")
+    return f"{x.dtype} {x.shape} k={k}, gathers {sizes}"
+
+
+def check_auto_transforms(rng):
+    """vmap over rows and grad, on auto mesh axes: the single-device results."""
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:G]), ("d",))
+    x2 = random_keys(rng, np.float32, (3, G * 16), "random")
+    xs2 = jax.device_put(x2, NamedSharding(mesh, P(None, "d")))
+    same(jax.jit(jax.vmap(lambda r: jmp.top_k(r, 5)))(xs2), jmp.top_k(x2, 5), "vmap")
+    x = ((rng.permutation(G * 32) - 100) * 0.5).astype(np.float32)
+    w = rng.standard_normal(20).astype(np.float32)
+
+    def loss(x):
+        return (jmp.top_k(x, 20)[0] * w).sum()
+
+    xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+    same(jax.jit(jax.grad(loss))(xs), jax.grad(loss)(x), "grad")
+    keys = random_keys(rng, np.float32, (G * 64,), "few")
+    payload = {"pos": rng.standard_normal((G * 64, 3)).astype(np.float32),
+               "id": np.arange(G * 64, dtype=np.int32)}
+    put = [jax.device_put(a, NamedSharding(mesh, P("d"))) for a in (keys, payload)]
+    same(jax.jit(lambda k, p: jmp.top_k_by_key(k, p, 50, largest=False))(*put),
+         jmp.top_k_by_key(keys, payload, 50, largest=False), "top_k_by_key")
 
 
 def check_by_key(mesh, rng):
@@ -184,6 +240,14 @@ def main() -> int:
     x4 = random_keys(rng, np.float32, (G * 8, 3), "random")
     case("axis 0 with trailing rows, jit", lambda: check_jit(mesh, x4, 5, True, P("d"), 0))
     case("top_k_by_key", lambda: check_by_key(mesh, rng))
+    xa = random_keys(rng, np.float32, (G * 100,), "random")
+    case("auto axes, jit", lambda: check_auto(xa, 17, True))
+    if not args.quick:
+        case("auto axes, in_shardings", lambda: check_auto(xa, 17, False, in_shardings=True))
+        case("auto axes, rows", lambda: check_auto(x2, 9, True, P(None, "d")))
+        case("auto axes, axis 0 with trailing rows",
+             lambda: check_auto(x4, 5, False, P("d"), 0))
+        case("auto axes, vmap / grad / top_k_by_key", lambda: check_auto_transforms(rng))
     case("grad", lambda: check_grad(mesh, rng))
     if args.x64:
         case("int64 global indices past 2**31 keys", lambda: check_long_index_dtype(mesh))
