@@ -42,8 +42,11 @@ pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 # ------------------------------------------------------------------------------ sizes
 
+# The fast tier's sizes (every size in the slow tier): around one tile and past a few.
+CORE_SIZE_LABELS = {"1", "tile-1", "tile+1", "2tile+1", "4tile+1", "2^13+1"}
 
-@pytest.mark.parametrize("label", SIZE_LABELS)
+
+@pytest.mark.parametrize("label", core_fast(SIZE_LABELS, lambda s: s in CORE_SIZE_LABELS))
 @pytest.mark.parametrize("dtype", core_fast([np.uint8, np.int16, np.int32, np.float32, np.float64],
                                              lambda d: d is np.float32), ids=dtype_id)
 def test_sort_tile_sizes(rng, dtype, label):
@@ -75,14 +78,14 @@ def test_sort_patterns(rng, dtype, pattern, descending):
 
 @pytest.mark.parametrize(
     ("dtype", "n", "descending", "pattern"),
-    [
+    core_fast([
         (np.uint8, 2**20 + 17, False, "random"),
         (np.float16, 2**20 + 3, True, "special"),
         (np.int32, 2**21 - 1, False, "random"),
         (np.float32, 2**21 + 5, True, "random"),
         (np.int64, 2**20 + 1, True, "few"),
         (np.float64, 2**20 + 9, False, "organ"),
-    ],
+    ], lambda case: case[0] in (np.uint8, np.float32), unpack=True),
     ids=["uint8", "float16-desc", "int32", "float32-desc", "int64-desc", "float64-organ"],
 )
 def test_sort_large(rng, dtype, n, descending, pattern):

@@ -117,9 +117,12 @@ def test_long_rows_cut_into_chunks(pattern, k, rng):
     _check(x, k, largest=False)
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
-                         + [np.dtype(jnp.bfloat16), np.dtype(jnp.float8_e5m2)],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "dtype",
+    _tiered([np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+            + [np.dtype(jnp.bfloat16), np.dtype(jnp.float8_e5m2)]),
+    ids=lambda d: d.name,
+)
 def test_nan_payloads_along_every_axis(dtype, rng):
     # NaN payloads of both signs and -0.0 made in numpy (no XLA operation touches them before the
     # call), selected along every axis: the axis moves as bits, the values are the keys' bits.
