@@ -17,7 +17,7 @@ SORTS = ("sharded_axis.py", 37, 5, 92, 92)
 AUTO = ("auto_axes.py", 21, 25, 38, 46)
 MERGES = ("sharded_merge.py", 8, 5, 44, 31)
 TYPES = ("sharded_types.py", 8, 8, 17, 17)
-TOPK = ("sharded_topk.py", 23, 24, 203, 300)
+TOPK = ("sharded_topk.py", 24, 25, 204, 301)
 
 
 def env(devices: int) -> dict[str, str]:

@@ -87,7 +87,7 @@ def test_every_bit_pattern_of_narrow_dtypes(dtype, rng):
     _check(x, len(x), largest=False)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 63, 64, 65, 1000])
+@pytest.mark.parametrize("n", core_fast([1, 2, 3, 63, 64, 65, 1000], lambda n: n in (1, 65, 1000)))
 def test_k_at_the_edges(n, rng):
     x = random_keys(rng, np.float32, (2, n))
     for k in sorted({0, 1, n // 2, n - 1, n}):

@@ -1,7 +1,7 @@
-"""Run in a fresh process with 8 CPU devices (see test_sharded_topk.py): top_k along an axis
-SHARDED over a mesh axis gives the single-device result bit for bit (values, global indices), on
-every device, and compiles to a program whose only gathers are of the candidates (8 x k), never
-of the data.
+"""Run in a fresh process with 8 CPU devices (test_sharded_axis.py, test_sharded_slow.py): top_k
+along an axis SHARDED over a mesh axis gives the single-device result bit for bit (values, global
+indices), on every device, and compiles to a program whose only gathers are of the candidates
+(8 x k), never of the data.
 
 Paths: inside a user's shard_map (``axis_name=``), unchanged code under ``jax.jit`` with arrays
 placed on an Explicit mesh, eager calls on such arrays, and plain ``jax.jit`` on arrays placed on
@@ -212,6 +212,7 @@ def main() -> int:
     global selected
     selected = args.k
     jax.config.update("jax_enable_x64", args.x64)
+    print(f"jax {jax.__version__}, x64={args.x64}, quick={args.quick}", flush=True)
     rng = np.random.default_rng(5)
     mesh = jax.make_mesh((G,), ("d",))
     mesh2 = jax.make_mesh((2, G // 2), ("r", "d"))
