@@ -38,6 +38,7 @@ from jax.interpreters import ad, batching, mlir
 
 from jax_mergepath import _ffi
 from jax_mergepath._bits import take_along_bits
+from jax_mergepath._dtypes import INT32_LIMIT
 from jax_mergepath._lowering import batch_dims_of, ffi_call
 from jax_mergepath._primitives import Payload, _batched_to_front, _eager_impl, _weak, sort_p
 
@@ -171,8 +172,8 @@ def _route(cuda: bool, aval, k: int, forced: int) -> Route:
         return Route(forced)
     length = aval.shape[-1]
     batch = aval.shape[:-1]
-    if not isinstance(length, int):
-        return Route.KERNEL
+    if not isinstance(length, int):  # (decided as for the longest rows: tuning/topk.h's routes)
+        return Route(_ffi._cpu.topk_route(cuda, aval.dtype.itemsize, -1, INT32_LIMIT - 1, k))
     rows = math.prod(batch) if all(isinstance(d, int) for d in batch) else -1
     return Route(_ffi._cpu.topk_route(cuda, aval.dtype.itemsize, rows, length, k))
 

@@ -21,7 +21,7 @@ import functools
 from jax.sharding import PartitionSpec as P
 
 from jax_mergepath._sharded.layout import check_divisible, names_of
-from jax_mergepath._sharded.ops import FOLLOWERS, SPLIT_FACTORS, Dims, Op, layout
+from jax_mergepath._sharded.ops import FOLLOWERS, SELECTIONS, SPLIT_FACTORS, Dims, Op, layout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +115,8 @@ def _divisible(op: Op, mesh, entry, dims_in: list[Dims], parts, shapes, strict: 
     for i, d in enumerate(dims_in):
         if d.elem in SPLIT_FACTORS | FOLLOWERS:
             levels, rows = parts[i]
-            what = "the sorted axis" if d.elem == "n" else f"operand {i}'s merged axis"
+            what = ("the selected axis" if op.kind in SELECTIONS else "the sorted axis") \
+                if d.elem == "n" else f"operand {i}'s merged axis"
             try:
                 check_divisible(shapes[i][len(levels) + rows], mesh, entry, what, op.name)
             except ValueError:

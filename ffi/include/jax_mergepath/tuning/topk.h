@@ -346,8 +346,8 @@ enum class TopkRoute : int { kKernel = 0, kSort = 1, kXla = 2 };
 inline constexpr double kTopkSortShare = 0.25;
 inline constexpr int64_t kTopkXlaMaxLength = 0;
 
-// 2-byte keys on rows of at least kTopkGridMinLength take the sort: on an H200 the grid's exact
-// path gave a wrong order of tied keys for them (bfloat16 uniform in [0, 1), 2^24 keys, k = 1000:
+// 2-byte keys whose rows take the grid or the stream strategy take the sort: on an H200 the
+// stream strategy's exact path gave a wrong order of tied keys for them (bfloat16 uniform in [0, 1), 2^24 keys, k = 1000:
 // not the lowest indices among the ties; 1- and 4-byte keys right on the same path), not yet
 // understood (docs/performance.md "Open").
 inline constexpr bool kTopkTwoByteGridSorts = true;
@@ -357,7 +357,7 @@ inline TopkRoute topk_route(bool cuda, int key_bytes, int64_t rows, int64_t leng
   if (!cuda || k <= 0) return TopkRoute::kKernel;
   if (length <= kTopkXlaMaxLength) return TopkRoute::kXla;
   if (double(k) >= kTopkSortShare * double(length) && length > 1) return TopkRoute::kSort;
-  if (kTopkTwoByteGridSorts && key_bytes == 2 && length >= kTopkGridMinLength) {
+  if (kTopkTwoByteGridSorts && key_bytes == 2 && topk_is_grid(topk_strategy(k, length))) {
     return TopkRoute::kSort;
   }
   return TopkRoute::kKernel;
