@@ -2,8 +2,8 @@
 # a fresh process with 8 host CPU devices (about 10 s on 2 cores): a sort inside a shard_map with
 # axis_name= (tests/sharding/sharded_axis.py), a sort under plain jax.jit on AUTO mesh axes
 # (auto_axes.py: the unsharded result bit for bit, the input's sharding kept), a top_k there
-# (sharded_topk.py). Every case of every script, x64 off and on: test_sharded_slow.py (the slow
-# tier, which .ci/run runs too).
+# (sharded_topk.py). Every case of every script with x64 off, the 64-bit cases with x64 on:
+# test_sharded_slow.py (the slow tier, which .ci/run runs too).
 from __future__ import annotations
 
 import pytest

@@ -1,12 +1,12 @@
 # Calls along a SHARDED axis (docs/contract.md "Sharding"), the slow tier (several minutes a
 # script on 2 cores): every case of the scripts in tests/sharding/ with 8 host CPU devices, x64
-# off and on: sharded_axis.py (sorts), auto_axes.py (auto mesh axes; also under GSPMD),
-# sharded_merge.py (the merge family and the queries along a split axis: the co-rank merge
-# moves its misplaced elements, adversarial inputs), sharded_types.py (jit / vmap / grad over
-# explicit-axis rows and split axes: the primitives' sharded types; the checked mode on 2, 4
-# and 8 devices), sharded_topk.py (top_k along a split axis); and multiprocess_sort.py
-# --launch 2: 2 jax.distributed processes of 4 CPU devices each (explicit and auto axes, a
-# merge).
+# off, and their 64-bit cases with x64 on: sharded_axis.py (sorts), auto_axes.py (auto mesh
+# axes; also under GSPMD), sharded_merge.py (the merge family and the queries along a split
+# axis: the co-rank merge moves its misplaced elements, adversarial inputs), sharded_types.py
+# (jit / vmap / grad over explicit-axis rows and split axes: the primitives' sharded types; the
+# checked mode on 2, 4 and 8 devices), sharded_topk.py (top_k along a split axis); and
+# multiprocess_sort.py --launch 2: 2 jax.distributed processes of 4 CPU devices each (explicit
+# and auto axes, a merge).
 from __future__ import annotations
 
 import pytest
@@ -29,7 +29,9 @@ pytestmark = pytest.mark.slow  # the full tier (.ci/run)
                          ids=["sorts", "auto", "merges", "types", "topk"])
 @pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
 def test_sharded_all_cases(script, x64):
-    run_script(script, *(["--x64"] if x64 else []), timeout=ALL_TIMEOUT)
+    # x64 on: the scripts' 64-bit cases (their --quick --x64 set: 64-bit dtypes, int64 positions
+    # and indices); every other case runs with x64 off (the whole x64 rerun took 15 of 33 min)
+    run_script(script, *(["--x64", "--quick"] if x64 else []), timeout=ALL_TIMEOUT)
 
 
 def test_auto_axes_under_gspmd():
