@@ -27,6 +27,27 @@ namespace jax_mergepath {
 namespace topk {
 
 inline constexpr unsigned kFullMask = 0xffffffffu;
+inline constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;  // blocks a grid's x dimension holds
+
+// Whether every row of the call starts 16-byte aligned: the keys, and each row's length in bytes
+// when there are several rows (a launch's choice of whole-word loads).
+inline bool rows_aligned16(const TopkCall& call) {
+  return (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
+         (call.rows == 1 || (call.length * int64_t{call.key_bytes}) % 16 == 0);
+}
+
+// The largest order key c with at_least(c) >= k, decided a bit at a time from the top (at_least
+// counts keys >= c over the group that calls it and is non-increasing in c; every thread of the
+// group calls it alike).
+template <typename Bits, typename AtLeast>
+__device__ __forceinline__ Bits bitwise_kth(int k, const AtLeast& at_least) {
+  Bits kth = 0;
+  for (int bit = 8 * int(sizeof(Bits)) - 1; bit >= 0; --bit) {
+    const Bits c = static_cast<Bits>(kth | static_cast<Bits>(Bits(1) << bit));
+    if (at_least(c) >= k) kth = c;
+  }
+  return kth;
+}
 
 // Scalars a block shares (static shared memory).
 struct BlockScalars {

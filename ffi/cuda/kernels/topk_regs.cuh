@@ -174,11 +174,7 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
     }
     auto in_row = [&](int i) { return ((valid >> i) & 1u) != 0; };
     // 2. T: the k-th largest of the threads' largest keys
-    Bits threshold = 0;
-    for (int bit = 8 * int(sizeof(Bits)) - 1; bit >= 0; --bit) {
-      const Bits c = static_cast<Bits>(threshold | static_cast<Bits>(Bits(1) << bit));
-      if (group.count(most >= c) >= k) threshold = c;
-    }
+    const Bits threshold = bitwise_kth<Bits>(k, [&](Bits c) { return group.count(most >= c); });
     // 3. the keys >= T, buffered
     int mine = 0;
 #pragma unroll
@@ -202,14 +198,12 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
     int count = counts[slot];
     if (count > kTopkRegsRankFactor * k) {
       // 4. the exact path: the k-th largest key, the keys above it, the first ties
-      Bits kth = 0;
-      for (int bit = 8 * int(sizeof(Bits)) - 1; bit >= 0; --bit) {
-        const Bits c = static_cast<Bits>(kth | static_cast<Bits>(Bits(1) << bit));
+      const Bits kth = bitwise_kth<Bits>(k, [&](Bits c) {
         int n = 0;
 #pragma unroll
         for (int i = 0; i < kItems; ++i) n += in_row(i) && u[i] >= c;
-        if (group.sum(n) >= k) kth = c;
-      }
+        return group.sum(n);
+      });
       int above = 0;
 #pragma unroll
       for (int i = 0; i < kItems; ++i) above += in_row(i) && u[i] > kth;
@@ -281,9 +275,8 @@ cudaError_t launch_regs(const TopkCall& call, TopkOrder<Bits> order, bool aligne
   constexpr int kRows = kGroup == 32 ? kTopkRegsWarps : 1;
   constexpr int kThreads = kGroup == 32 ? 32 * kTopkRegsWarps : kGroup;
   const int64_t blocks = ceil_div(call.rows, kRows);
-  constexpr int64_t kMostBlocks = (int64_t{1} << 31) - 1;
   return launch_kernel(topk_regs_kernel<Bits, kGroup, kItems>,
-                       static_cast<unsigned>(blocks < kMostBlocks ? blocks : kMostBlocks),
+                       static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid),
                        kThreads, stream, call, order, aligned);
 }
 
@@ -292,8 +285,7 @@ cudaError_t launch_regs(const TopkCall& call, TopkOrder<Bits> order, bool aligne
 template <typename Bits>
 cudaError_t topk_regs_launch(const TopkCall& call, TopkOrder<Bits> order, cudaStream_t stream) {
   const TopkRegsShape shape = topk_regs_shape(call.k, call.length);
-  const bool aligned = (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
-                       (call.rows == 1 || (call.length * int64_t(sizeof(Bits))) % 16 == 0);
+  const bool aligned = rows_aligned16(call);
   switch (shape.group) {
     case 32:
       switch (shape.items) {

@@ -22,7 +22,6 @@
 namespace jax_mergepath {
 namespace topk {
 
-inline constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
 // Dynamic shared memory past this needs opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline constexpr int kStaticSharedLimit = 48 * 1024;
 
@@ -153,8 +152,7 @@ StreamGrid<Bits> stream_grid(const TopkCall& call) {
   const int64_t wave = int64_t{kTopkStreamBlocksPerSm} * (call.sms > 0 ? call.sms : 1);
   const int64_t blocks = chunks < wave ? chunks : wave;
   sg.blocks = static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid);
-  sg.aligned = (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
-               (call.rows == 1 || (call.length * int64_t(sizeof(Bits))) % 16 == 0);
+  sg.aligned = rows_aligned16(call);
   return sg;
 }
 
