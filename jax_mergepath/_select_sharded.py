@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_mergepath._bits import moveaxis_bits
-from jax_mergepath._dtypes import INT32_LIMIT
+from jax_mergepath._dtypes import is_long
 from jax_mergepath._sharded import auto
 from jax_mergepath._sharded.layout import (
     AxisName,
@@ -58,7 +58,7 @@ def topk_split_axis(
     found = split_sharding(x, ax)
     if found is None:
         if not auto.applies([x, *leaves]) or not all(
-                isinstance(d, int) for d in x.shape) or x.shape[ax] >= INT32_LIMIT:
+                isinstance(d, int) for d in x.shape) or is_long(x.shape[ax]):
             return None
         k = check_k(x.shape[ax])
         return _auto_topk(x, leaves, k, ax, largest, op) if k else None

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jax_mergepath._bits import from_bits, gather_along, to_bits
+from jax_mergepath._bits import from_bits, gather_along, moveaxis_bits, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT
 from jax_mergepath._select_dispatch import top_k_rows
 from jax_mergepath._sharded.layout import AxisName, names_of, typed, varying
@@ -53,20 +53,19 @@ def select_local(x, leaves, k, ax, axis_name, largest):
     g = lax.psum(1, axis_name)
     dtype = global_index_dtype(g * n)
     kl = min(k, n)
-    values, idx = top_k_rows(jnp.moveaxis(x, ax, -1), kl, largest=largest)
+    values, idx = top_k_rows(moveaxis_bits(x, ax, -1), kl, largest=largest)
     local_idx = jnp.moveaxis(idx, -1, ax)
     first = lax.axis_index(axis_name).astype(dtype) * n
-    candidates = [
-        jnp.moveaxis(values, -1, ax),
-        local_idx.astype(dtype) + first,
-        *(gather_along(leaf, local_idx, ax) for leaf in leaves),
-    ]
-    gathered = [_gather_bits(c, axis_name, ax) for c in candidates]
-    top, pos = top_k_rows(jnp.moveaxis(gathered[0], ax, -1), k, largest=largest)
+    # (the values keep the selected axis last, where the candidates' top k reads them)
+    values = _gather_bits(values, axis_name, values.ndim - 1)
+    others = [local_idx.astype(dtype) + first,
+              *(gather_along(leaf, local_idx, ax) for leaf in leaves)]
+    gathered = [_gather_bits(c, axis_name, ax) for c in others]
+    top, pos = top_k_rows(values, k, largest=largest)
     pos = jnp.moveaxis(pos, -1, ax)
-    picked = [jnp.take_along_axis(gathered[1], pos, axis=ax)]
-    picked += [gather_along(c, pos, ax) for c in gathered[2:]]
-    return jnp.moveaxis(top, -1, ax), picked[0], picked[1:], first
+    picked = [jnp.take_along_axis(gathered[0], pos, axis=ax)]
+    picked += [gather_along(c, pos, ax) for c in gathered[1:]]
+    return moveaxis_bits(top, -1, ax), picked[0], picked[1:], first
 
 
 def _scatter_add_along(a: jax.Array, where: jax.Array, ct: jax.Array, ax: int) -> jax.Array:
