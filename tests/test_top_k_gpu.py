@@ -260,19 +260,32 @@ def test_repeated_calls_of_one_program(route, rng):
     assert_bits_equal(first[0][1], want[1])
 
 
-@pytest.mark.parametrize("route", [
-    "auto",
-    "sort",
-    # (the grid's exact path ordered these ties wrongly on an H200: 2-byte keys on long rows
-    # take the sort, tuning/topk.h kTopkTwoByteGridSorts; docs/performance.md "Open")
-    pytest.param("kernel:stream", marks=pytest.mark.xfail(reason="2-byte ties, exact path")),
-    pytest.param("kernel:grid", marks=pytest.mark.xfail(reason="2-byte ties, exact path")),
-])
-def test_two_byte_heavy_ties_on_long_rows(route, rng):
-    # bfloat16 uniform in [0, 1): ~n / 256 ties at the largest value, more than the grid's
-    # candidates, so the exact path runs; the answer is the lowest indices among the ties
+def _top_ties(rng, dtype, n: int, share: int):
+    """Random keys of dtype with one in `share` the dtype's largest number (+inf of a float)."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=False)
+        top = info.max
+    else:
+        x = np.array(jnp.asarray(rng.standard_normal(n, dtype=np.float32)).astype(dtype))
+        top = np.inf
+    x[rng.random(n) < 1.0 / share] = top
+    return x
+
+
+@pytest.mark.parametrize("route", ["auto", "kernel:grid", "kernel:stream"])
+@pytest.mark.parametrize("dtype,share", [
+    # n / 768 ties at the top: more than the candidates' block holds (tuning/topk.h
+    # kTopkBlockMaxCap), within a grid row's capacity: that block's exact path, over candidates
+    # appended in no order, takes the lowest indices among the ties
+    (np.dtype(jnp.bfloat16), 768), (np.dtype(np.float32), 768), (np.dtype(np.int32), 768),
+    (np.dtype(np.float16), 768),
+    # n / 64 ties: past the grid row's capacity, the grid's exact path
+    (np.dtype(jnp.bfloat16), 64), (np.dtype(np.int16), 64),
+], ids=lambda v: getattr(v, "name", str(v)))
+def test_heavy_ties_at_the_top_of_long_rows(route, dtype, share, rng):
     n = 1 << 22
-    x = np.asarray(jnp.asarray(rng.random(n, dtype=np.float32)).astype(jnp.bfloat16))
+    x = _top_ties(rng, dtype, n, share)
     got = _run(lambda x: jmp.top_k(x, 1000), x, _gpu(), route)
     want = ref_top_k(x, 1000)
     assert_bits_equal(got[1], want[1], f"indices {route}")

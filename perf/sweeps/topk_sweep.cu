@@ -49,14 +49,32 @@ int g_repeats = 20;
 const char* g_only = nullptr;
 int g_failures = 0;
 
-enum class Pattern { kRandom, kEqual, kFew };
+enum class Pattern { kRandom, kEqual, kFew, kTopTies };
 
 const char* pattern_name(Pattern p) {
-  return p == Pattern::kRandom ? "random" : (p == Pattern::kEqual ? "equal" : "few");
+  switch (p) {
+    case Pattern::kRandom: return "random";
+    case Pattern::kEqual: return "equal";
+    case Pattern::kFew: return "few";
+    default: return "top ties";
+  }
+}
+
+// The largest number of a key class and width: +inf of a float, the largest signed integer, all
+// ones unsigned (random keys below it but by chance).
+template <typename Bits>
+Bits top_bits(jmp::TopkKeyClass key_class, int float_bits) {
+  const Bits sign = static_cast<Bits>(Bits(1) << (8 * sizeof(Bits) - 1));
+  if (key_class == jmp::TopkKeyClass::kSigned) return static_cast<Bits>(~sign);
+  if (key_class != jmp::TopkKeyClass::kFloat) return static_cast<Bits>(~Bits(0));
+  const int mantissa = float_bits == 64 ? 52 : (float_bits == 32 ? 23 : 7);
+  return static_cast<Bits>((~sign) >> mantissa << mantissa);  // the exponent all ones
 }
 
 // Keys of `Bits` whose class is `key_class`: random bits of numbers (floats: finite, from a
-// normal distribution), all one key, or four distinct keys.
+// normal distribution), all one key, four distinct keys, or random with one key in 768 the
+// largest number (ties at the top: at 2^22 keys more than a block's buffer, fewer than a grid
+// row's capacity at k = 1000, so the candidates' block takes its exact path).
 template <typename Bits>
 std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int float_bits,
                             Pattern pattern, uint64_t seed) {
@@ -83,7 +101,12 @@ std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int floa
     return static_cast<Bits>(b >> 16);
   };
   const Bits pool[4] = {number(), number(), number(), number()};
+  const Bits top = top_bits<Bits>(key_class, float_bits);
   for (auto& k : keys) {
+    if (pattern == Pattern::kTopTies) {
+      k = gen() % 768 == 0 ? top : number();
+      continue;
+    }
     k = pattern == Pattern::kRandom ? number()
         : pattern == Pattern::kEqual ? pool[0]
                                      : pool[gen() % 4];
@@ -275,6 +298,11 @@ int main(int argc, char** argv) {
   run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 1000, false, R, grids);
   run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 10, true, Pattern::kEqual, grids);
   run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 24, 1000, true, Pattern::kFew, grids);
+  // ties at the top past a block's buffer: the candidates' exact path (ties by index, not by
+  // the order they were appended in)
+  run_case<uint32_t>("float32", F, 32, 1, int64_t{1} << 22, 1000, true, Pattern::kTopTies, grids);
+  run_case<uint32_t>("int32", S, 0, 1, int64_t{1} << 22, 1000, true, Pattern::kTopTies, grids);
+  run_case<uint16_t>("bfloat16", F, 16, 1, int64_t{1} << 22, 1000, true, Pattern::kTopTies, grids);
   // other keys, a key's time against float32's
   run_case<uint32_t>("int32", S, 0, 1, int64_t{1} << 24, 1000, true, R, grids);
   run_case<uint16_t>("bfloat16", F, 16, 1, int64_t{1} << 24, 1000, true, R, grids);

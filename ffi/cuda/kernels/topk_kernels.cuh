@@ -55,6 +55,7 @@ struct BlockScalars {
   int digit;  // a radix pass's digit
   int above;  // keys in the digits above it
   int last;   // the block is the last of its row (grid radix passes)
+  int ties;   // ties appended (the exact path of candidates)
 };
 
 // ------------------------------------------------------------------ the digit of a histogram
@@ -147,6 +148,7 @@ struct RowSource {
   __device__ int32_t index(int64_t p) const { return static_cast<int32_t>(p); }
   __device__ Bits value(int32_t i) const { return __ldg(row + i); }
   static constexpr bool kReadOnly = true;  // (the operand: never written)
+  static constexpr bool kIndexOrdered = true;  // (position p is index p)
   __device__ const Bits* base() const { return row; }
   __device__ Bits stored(int64_t p) const { return __ldg(row + p); }
   __device__ Bits order_of(Bits stored) const { return order.key(stored); }
@@ -163,6 +165,7 @@ struct CandidateSource {
   __device__ int32_t index(int64_t p) const { return indices[p]; }
   __device__ Bits value(int32_t i) const { return __ldg(row + i); }
   static constexpr bool kReadOnly = false;
+  static constexpr bool kIndexOrdered = false;  // (appended by atomics: in no order)
   __device__ const Bits* base() const { return keys; }
   __device__ Bits stored(int64_t p) const { return keys[p]; }
   __device__ Bits order_of(Bits stored) const { return stored; }
@@ -315,8 +318,11 @@ __device__ void block_bitonic_sort(const BlockBuffers<Bits>& buf, int count) {
 }
 
 // The exact path of a block: the k-th order key by a radix select of the source, then the keys
-// above it (any order) and, in index order, the first `need` keys equal to it, into buf: exactly
-// k pairs.
+// above it (any order) and the `need` keys equal to it of the lowest indices, into buf: exactly k
+// pairs. A source whose positions are its indices (Source::kIndexOrdered: a row) takes its ties in
+// position order, a block scan a round; any other (a grid's candidates, appended in no order)
+// first finds the need-th lowest index among its ties (a radix select of the complemented indices,
+// every other key counted as 0: below every tie, whose complement has the top bit set).
 template <typename Bits, int kThreads, typename Source>
 __device__ void block_exact(const Source& src, int64_t len, int k, const BlockBuffers<Bits>& buf,
                             BlockScalars& sc, BlockScanStorage<int, kThreads>& scan) {
@@ -325,6 +331,37 @@ __device__ void block_exact(const Source& src, int64_t len, int k, const BlockBu
   block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
       len, k, [&](int64_t p) { return src.key(p); }, buf.hist, sc, kth, need);
   const int greater = k - need;
+  if constexpr (!Source::kIndexOrdered) {
+    uint32_t last_tie;  // the complement of the highest index taken among the ties
+    int unused;
+    block_radix_select<uint32_t, kThreads, kTopkBlockRadixBits>(
+        len, need,
+        [&](int64_t p) {
+          return src.key(p) == kth ? ~static_cast<uint32_t>(src.index(p)) : 0u;
+        },
+        buf.hist, sc, last_tie, unused);
+    if (threadIdx.x == 0) {
+      sc.count = 0;
+      sc.ties = 0;
+    }
+    __syncthreads();
+    for (int64_t p = threadIdx.x; p < len; p += kThreads) {
+      const Bits u = src.key(p);
+      const int32_t index = src.index(p);
+      int at = -1;
+      if (u > kth) {
+        at = atomicAdd(&sc.count, 1);
+      } else if (u == kth && ~static_cast<uint32_t>(index) >= last_tie) {
+        at = greater + atomicAdd(&sc.ties, 1);
+      }
+      if (at >= 0) {
+        buf.keys[at] = u;
+        buf.indices[at] = index;
+      }
+    }
+    __syncthreads();
+    return;
+  }
   if (threadIdx.x == 0) sc.count = 0;
   __syncthreads();
   int ties = 0;  // keys equal to kth before this round (every thread holds the same)

@@ -5,8 +5,9 @@
 //   1. the loads: kVec keys a load (16 bytes, fewer for a few narrow keys), item i of thread t the
 //      key (i / kVec) kGroup kVec + t kVec + i % kVec of the row; order keys as they load
 //      (TopkOrder::key), keys past the row 0 and never taken;
-//   2. T, the k-th largest of the threads' largest order keys: a bitwise search, one group count
-//      a bit (a ballot, or __syncthreads_count). At least k keys are >= T (the k threads whose
+//   2. T, the k-th largest of the threads' largest order keys: for k <= 32 group_kth_of_32 (a
+//      warp's bitonic sort by shuffles; a block's warps' sorted 32 merged pairwise in shared
+//      memory), else a bitwise search, one __syncthreads_count a bit. At least k keys are >= T (the k threads whose
 //      largest key is), so the k first are among them: T = 0 (fewer than k threads hold keys)
 //      takes every key;
 //   3. the keys >= T appended to the row's shared buffer (one shared atomic a thread that has
@@ -85,6 +86,79 @@ struct RegsGroup {
   }
 };
 
+// A warp's lanes exchange a key (keys of up to 4 bytes as 32-bit words).
+template <typename Bits>
+__device__ __forceinline__ Bits shfl_key_xor(Bits v, int mask) {
+  if constexpr (sizeof(Bits) == 8) {
+    return static_cast<Bits>(__shfl_xor_sync(kFullMask, static_cast<unsigned long long>(v), mask));
+  } else {
+    return static_cast<Bits>(__shfl_xor_sync(kFullMask, static_cast<unsigned>(v), mask));
+  }
+}
+
+template <typename Bits>
+__device__ __forceinline__ Bits shfl_key(Bits v, int lane) {
+  if constexpr (sizeof(Bits) == 8) {
+    return static_cast<Bits>(__shfl_sync(kFullMask, static_cast<unsigned long long>(v), lane));
+  } else {
+    return static_cast<Bits>(__shfl_sync(kFullMask, static_cast<unsigned>(v), lane));
+  }
+}
+
+// The bitonic merge of a warp's 32 keys (a lane each) that form a bitonic sequence, largest
+// first, strides from `stride` down (sequences of 2 stride keys each sorted: lanes with
+// `size` set descending where `alternate`, else all largest first).
+template <typename Bits>
+__device__ __forceinline__ Bits warp_bitonic_merge(Bits v, int size, bool alternate) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const bool largest_first = !alternate || (lane & size) == 0;
+#pragma unroll
+  for (int stride = size >> 1; stride > 0; stride >>= 1) {
+    const Bits other = shfl_key_xor(v, stride);
+    const bool lower = (lane & stride) == 0;
+    v = (lower == largest_first) == (other > v) ? other : v;
+  }
+  return v;
+}
+
+// The warp's 32 keys (a lane each) sorted largest first: lane j gets the (j + 1)-th largest.
+template <typename Bits>
+__device__ __forceinline__ Bits warp_sort_largest_first(Bits v) {
+#pragma unroll
+  for (int size = 2; size < 32; size <<= 1) v = warp_bitonic_merge(v, size, true);
+  return warp_bitonic_merge(v, 32, false);
+}
+
+// The k-th largest (1 <= k <= 32) of the group's `most` (a key a thread), for every thread of
+// the group, as bitwise_kth finds it: a warp sorts its 32 (bitonic, by shuffles); a block's
+// warps' sorted 32 are merged pairwise in `lists` (kGroup keys of shared memory), each merge
+// keeping the 32 largest (the larger of a's j-th and b's (33 - j)-th, a bitonic sequence holding
+// them, then sorted), log2(kGroup / 32) rounds.
+template <typename Bits, int kGroup>
+__device__ __forceinline__ Bits group_kth_of_32(Bits most, int k, Bits* lists) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  Bits v = warp_sort_largest_first(most);
+  if constexpr (kGroup == 32) {
+    return shfl_key(v, k - 1);
+  } else {
+    const int warp = static_cast<int>(threadIdx.x >> 5);
+    lists[threadIdx.x] = v;
+#pragma unroll
+    for (int width = 1; width < kGroup / 32; width <<= 1) {
+      __syncthreads();
+      if (warp % (2 * width) == 0) {  // (warp + width < kGroup / 32: kGroup / 32 a power of two)
+        const Bits b = lists[(warp + width) * 32 + 31 - lane];
+        v = warp_bitonic_merge(v > b ? v : b, 32, false);
+        lists[threadIdx.x] = v;
+      }
+    }
+    __syncthreads();
+    const Bits kth = lists[k - 1];
+    __syncthreads();  // (lists is the next row's)
+    return kth;
+  }
+}
+
 // The word a load of kBytes (4, 8 or 16) reads.
 template <int kBytes>
 struct LoadWord;
@@ -120,7 +194,9 @@ constexpr int regs_load_keys() {
 // kRegs: a group of kGroup threads a row, kItems keys a thread (the file's top comment). aligned:
 // every row starts 16-byte aligned (the keys' loads may be whole words; else one key a load).
 template <typename Bits, int kGroup, int kItems>
-__global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
+__global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
+                                  kGroup == 32 ? 0 : topk_regs_block_groups_per_sm(sizeof(Bits),
+                                                                                   kGroup))  // (0: none)
     topk_regs_kernel(TopkCall call, TopkOrder<Bits> order, bool aligned) {
   grid_prologue();
   constexpr bool kWarp = kGroup == 32;
@@ -135,6 +211,7 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
   __shared__ int32_t cand_indices[kRows][kCap];
   __shared__ int counts[kRows];
   __shared__ int sums[kGroup / 32];
+  __shared__ Bits lists[kGroup == 32 ? 1 : kGroup];  // (block groups: group_kth_of_32)
   __shared__ BlockScanStorage<int, kGroup> scan;
   const int slot = kWarp ? static_cast<int>(threadIdx.x >> 5) : 0;
   const int t = kWarp ? static_cast<int>(threadIdx.x & 31u) : static_cast<int>(threadIdx.x);
@@ -174,7 +251,9 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup)
     }
     auto in_row = [&](int i) { return ((valid >> i) & 1u) != 0; };
     // 2. T: the k-th largest of the threads' largest keys
-    const Bits threshold = bitwise_kth<Bits>(k, [&](Bits c) { return group.count(most >= c); });
+    const Bits threshold =
+        k <= 32 ? group_kth_of_32<Bits, kGroup>(most, k, lists)
+                : bitwise_kth<Bits>(k, [&](Bits c) { return group.count(most >= c); });
     // 3. the keys >= T, buffered
     int mine = 0;
 #pragma unroll

@@ -160,7 +160,8 @@ inline constexpr bool kTopkBlockVector = true;  // kBlockVec for the block's row
 // kRegs (ffi/cuda/kernels/topk_regs.cuh): a group of G threads a row (a warp, kTopkRegsWarps rows
 // a block, or a block of 64 to kTopkRegsMaxGroup threads), each thread holding `items` keys of
 // the row in registers (16-byte loads), G x items >= the row. The threshold T is the k-th
-// largest of the G threads' largest order keys (a bitwise search: one ballot or
+// largest of the G threads' largest order keys (k <= 32: a warp's bitonic sort of them by
+// shuffles, a block's warps' sorted 32 merged pairwise; larger k a bitwise search, one
 // __syncthreads_count a bit), so at least k keys are >= T; for k <= G / kTopkRegsKDivisor about
 // 1.1-1.4 k keys are (random keys, 16 a thread). Those go to a shared buffer, where each is
 // ranked by counting the ones before it (order key descending, index ascending) and written
@@ -174,6 +175,20 @@ inline constexpr int kTopkRegsMaxGroup = 512;  // threads a row
 inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
 inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
 inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
+// Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte
+// keys capped so that 1024 threads an SM fit (64 a thread), 8-byte keys 768 (85). Measured on an
+// H200 with the warp-sorted threshold (16384 x 4096 k 32, the kernel): bfloat16 264 us at the
+// compiler's 75 registers, 209 us at 64; float64 567 us at 108, 406 us at 78; float32 171 us at
+// its own 48, 194 us at 56 under the cap of 64 (so 4-byte keys, and 1-byte, uncapped). Warp groups
+// uncapped (a cap of 64 spills 2-byte keys' 16 a thread).
+inline constexpr int kTopkRegsThreadsPerSm2 = 1024;
+inline constexpr int kTopkRegsThreadsPerSm8 = 768;
+
+constexpr int topk_regs_block_groups_per_sm(int key_bytes, int group) {
+  const int threads =
+      key_bytes == 2 ? kTopkRegsThreadsPerSm2 : (key_bytes == 8 ? kTopkRegsThreadsPerSm8 : 0);
+  return threads / group;
+}
 
 // The group (threads a row) and keys a thread of kRegs for rows of `length` keys at k: the
 // smallest group whose threads hold the row in kTopkRegsItems keys each (a warp: 4, 8 or 16)
@@ -346,20 +361,12 @@ enum class TopkRoute : int { kKernel = 0, kSort = 1, kXla = 2 };
 inline constexpr double kTopkSortShare = 0.25;
 inline constexpr int64_t kTopkXlaMaxLength = 0;
 
-// 2-byte keys whose rows take the grid or the stream strategy take the sort: on an H200 the
-// stream strategy's exact path gave a wrong order of tied keys for them (bfloat16 uniform in [0, 1), 2^24 keys, k = 1000:
-// not the lowest indices among the ties; 1- and 4-byte keys right on the same path), not yet
-// understood (docs/performance.md "Open").
-inline constexpr bool kTopkTwoByteGridSorts = true;
-
 inline TopkRoute topk_route(bool cuda, int key_bytes, int64_t rows, int64_t length, int64_t k) {
   (void)rows;
+  (void)key_bytes;
   if (!cuda || k <= 0) return TopkRoute::kKernel;
   if (length <= kTopkXlaMaxLength) return TopkRoute::kXla;
   if (double(k) >= kTopkSortShare * double(length) && length > 1) return TopkRoute::kSort;
-  if (kTopkTwoByteGridSorts && key_bytes == 2 && topk_is_grid(topk_strategy(k, length))) {
-    return TopkRoute::kSort;
-  }
   return TopkRoute::kKernel;
 }
 
