@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "topk_kernels.cuh"
 
@@ -86,23 +87,14 @@ struct RegsGroup {
   }
 };
 
-// A warp's lanes exchange a key (keys of up to 4 bytes as 32-bit words).
+// A warp's lanes exchange a key (keys of up to 4 bytes as 32-bit words): lane `lane`'s, or with
+// xor_lanes the key of this lane XOR `lane`.
 template <typename Bits>
-__device__ __forceinline__ Bits shfl_key_xor(Bits v, int mask) {
-  if constexpr (sizeof(Bits) == 8) {
-    return static_cast<Bits>(__shfl_xor_sync(kFullMask, static_cast<unsigned long long>(v), mask));
-  } else {
-    return static_cast<Bits>(__shfl_xor_sync(kFullMask, static_cast<unsigned>(v), mask));
-  }
-}
-
-template <typename Bits>
-__device__ __forceinline__ Bits shfl_key(Bits v, int lane) {
-  if constexpr (sizeof(Bits) == 8) {
-    return static_cast<Bits>(__shfl_sync(kFullMask, static_cast<unsigned long long>(v), lane));
-  } else {
-    return static_cast<Bits>(__shfl_sync(kFullMask, static_cast<unsigned>(v), lane));
-  }
+__device__ __forceinline__ Bits shfl_key(Bits v, int lane, bool xor_lanes) {
+  using Word = std::conditional_t<sizeof(Bits) == 8, unsigned long long, unsigned>;
+  const Word w = static_cast<Word>(v);
+  return static_cast<Bits>(xor_lanes ? __shfl_xor_sync(kFullMask, w, lane)
+                                     : __shfl_sync(kFullMask, w, lane));
 }
 
 // The bitonic merge of a warp's 32 keys (a lane each) that form a bitonic sequence, largest
@@ -114,7 +106,7 @@ __device__ __forceinline__ Bits warp_bitonic_merge(Bits v, int size, bool altern
   const bool largest_first = !alternate || (lane & size) == 0;
 #pragma unroll
   for (int stride = size >> 1; stride > 0; stride >>= 1) {
-    const Bits other = shfl_key_xor(v, stride);
+    const Bits other = shfl_key(v, stride, true);
     const bool lower = (lane & stride) == 0;
     v = (lower == largest_first) == (other > v) ? other : v;
   }
@@ -139,7 +131,7 @@ __device__ __forceinline__ Bits group_kth_of_32(Bits most, int k, Bits* lists) {
   const int lane = static_cast<int>(threadIdx.x & 31u);
   Bits v = warp_sort_largest_first(most);
   if constexpr (kGroup == 32) {
-    return shfl_key(v, k - 1);
+    return shfl_key(v, k - 1, false);
   } else {
     const int warp = static_cast<int>(threadIdx.x >> 5);
     lists[threadIdx.x] = v;
