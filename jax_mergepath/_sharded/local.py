@@ -50,7 +50,7 @@ def run_local(op: Op, axes: Axes, arrays: list[jax.Array],
                                    op=op.name)]
     if kind == "top_k":
         x, *leaves = arrays
-        values, idx, moved, _ = select_local(x, leaves, op.k, x.ndim - 1, axes.name, op.largest)
+        values, idx, moved = select_local(x, leaves, op.k, x.ndim - 1, axes.name, op.largest)
         return [values, idx, *moved]
     if kind == "move":
         n = op.arity

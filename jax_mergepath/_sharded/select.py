@@ -48,7 +48,7 @@ def _gather_bits(x: jax.Array, axis_name: AxisName, ax: int) -> jax.Array:
 
 
 def select_local(x, leaves, k, ax, axis_name, largest):
-    """(values, global indices, leaves gathered at them, this device's first global index)."""
+    """(values, global indices, leaves gathered at them)."""
     n = x.shape[ax]
     g = lax.psum(1, axis_name)
     dtype = global_index_dtype(g * n)
@@ -65,7 +65,7 @@ def select_local(x, leaves, k, ax, axis_name, largest):
     pos = jnp.moveaxis(pos, -1, ax)
     picked = [jnp.take_along_axis(gathered[0], pos, axis=ax)]
     picked += [gather_along(c, pos, ax) for c in gathered[1:]]
-    return moveaxis_bits(top, -1, ax), picked[0], picked[1:], first
+    return moveaxis_bits(top, -1, ax), picked[0], picked[1:]
 
 
 def _scatter_add_along(a: jax.Array, where: jax.Array, ct: jax.Array, ax: int) -> jax.Array:
@@ -90,7 +90,7 @@ def topk_shards(x, leaves, k, ax, axis_name, largest):
     it, at its place (a scatter of the local ones, no collective)."""
     arrays = [x, *leaves]
     if not any(jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays):
-        return select_local(x, leaves, k, ax, axis_name, largest)[:3]
+        return select_local(x, leaves, k, ax, axis_name, largest)
     n = x.shape[ax]
 
     def local_cotangent(a, where, ct):
@@ -101,10 +101,10 @@ def topk_shards(x, leaves, k, ax, axis_name, largest):
 
     @jax.custom_vjp
     def select(x, leaves):
-        return select_local(x, leaves, k, ax, axis_name, largest)[:3]
+        return select_local(x, leaves, k, ax, axis_name, largest)
 
     def fwd(x, leaves):
-        values, idx, moved, _ = select_local(x, leaves, k, ax, axis_name, largest)
+        values, idx, moved = select_local(x, leaves, k, ax, axis_name, largest)
         return (values, idx, moved), idx
 
     def bwd(idx, cts):

@@ -360,30 +360,30 @@ __device__ void block_exact(const Source& src, int64_t len, int k, const BlockBu
       }
     }
     __syncthreads();
-    return;
-  }
-  if (threadIdx.x == 0) sc.count = 0;
-  __syncthreads();
-  int ties = 0;  // keys equal to kth before this round (every thread holds the same)
-  for (int64_t base = 0; base < len; base += kThreads) {
-    const int64_t p = base + threadIdx.x;
-    const bool valid = p < len;
-    const Bits u = valid ? src.key(p) : Bits(0);
-    const bool gt = valid && u > kth;
-    const bool eq = valid && u == kth;
-    if (gt) {
-      const int at = atomicAdd(&sc.count, 1);
-      buf.keys[at] = u;
-      buf.indices[at] = src.index(p);
+  } else {
+    if (threadIdx.x == 0) sc.count = 0;
+    __syncthreads();
+    int ties = 0;  // keys equal to kth before this round (every thread holds the same)
+    for (int64_t base = 0; base < len; base += kThreads) {
+      const int64_t p = base + threadIdx.x;
+      const bool valid = p < len;
+      const Bits u = valid ? src.key(p) : Bits(0);
+      const bool gt = valid && u > kth;
+      const bool eq = valid && u == kth;
+      if (gt) {
+        const int at = atomicAdd(&sc.count, 1);
+        buf.keys[at] = u;
+        buf.indices[at] = src.index(p);
+      }
+      int total = 0;
+      const int ordinal = block_exclusive_sum<int, kThreads>(eq ? 1 : 0, total, scan);
+      if (eq && ties + ordinal < need) {
+        buf.keys[greater + ties + ordinal] = u;
+        buf.indices[greater + ties + ordinal] = src.index(p);
+      }
+      ties += total;
+      __syncthreads();  // (the scan's storage)
     }
-    int total = 0;
-    const int ordinal = block_exclusive_sum<int, kThreads>(eq ? 1 : 0, total, scan);
-    if (eq && ties + ordinal < need) {
-      buf.keys[greater + ties + ordinal] = u;
-      buf.indices[greater + ties + ordinal] = src.index(p);
-    }
-    ties += total;
-    __syncthreads();  // (the scan's storage)
   }
 }
 

@@ -7,9 +7,9 @@
 //      (TopkOrder::key), keys past the row 0 and never taken;
 //   2. T, the k-th largest of the threads' largest order keys: for k <= 32 group_kth_of_32 (a
 //      warp's bitonic sort by shuffles; a block's warps' sorted 32 merged pairwise in shared
-//      memory), else a bitwise search, one __syncthreads_count a bit. At least k keys are >= T (the k threads whose
-//      largest key is), so the k first are among them: T = 0 (fewer than k threads hold keys)
-//      takes every key;
+//      memory), else a bitwise search, one __syncthreads_count a bit. At least k keys are >= T
+//      (the k threads whose largest key is), so the k first are among them: T = 0 (fewer than k
+//      threads hold keys) takes every key;
 //   3. the keys >= T appended to the row's shared buffer (one shared atomic a thread that has
 //      some), each ranked by counting the buffered pairs before it (order key descending, index
 //      ascending: a total order, so the ranks are distinct) and written at its rank when below
@@ -185,10 +185,11 @@ constexpr int regs_load_keys() {
 
 // kRegs: a group of kGroup threads a row, kItems keys a thread (the file's top comment). aligned:
 // every row starts 16-byte aligned (the keys' loads may be whole words; else one key a load).
+// Block groups' register cap: tuning/topk.h (blocks an SM; 0, for warp groups, none).
 template <typename Bits, int kGroup, int kItems>
 __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
                                   kGroup == 32 ? 0 : topk_regs_block_groups_per_sm(sizeof(Bits),
-                                                                                   kGroup))  // (0: none)
+                                                                                   kGroup))
     topk_regs_kernel(TopkCall call, TopkOrder<Bits> order, bool aligned) {
   grid_prologue();
   constexpr bool kWarp = kGroup == 32;
