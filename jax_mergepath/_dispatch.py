@@ -60,6 +60,7 @@ from jax_mergepath._primitives import (
     co_rank_p,
     is_sorted_p,
     merge_p,
+    merge_ragged_p,
     searchsorted_p,
     sort_p,
 )
@@ -368,6 +369,52 @@ def merge_runs_rows(
     # The stable sort of a row whose two runs are sorted is their merge (run 1 comes first).
     out, idx = _sort_by_order_keys(order_keys(x, descending), [x], positions, d)
     return out[0], idx
+
+
+RAGGED_RUNS = 8  # call_args.h kRaggedRuns: the runs one ragged merge kernel takes a row
+
+
+def merge_ragged_rows(
+    x: jax.Array,
+    starts: jax.Array,
+    lengths: jax.Array,
+    leaves: list[jax.Array],
+    *,
+    out_length: int,
+    descending: bool,
+) -> tuple[jax.Array, list[jax.Array]]:
+    """The stable merge of each row's G sorted runs x[..., starts[r]:][:lengths[r]] (starts,
+    lengths: int32 (*B, G); disjoint runs; ties: the earlier run first) into out_length outputs
+    (a row's lengths sum to it), moving `leaves` (x's shape, then optional trailing
+    dimensions): (keys, the leaves moved). One kernel (merge_ragged_p) for up to RAGGED_RUNS
+    runs of a kernel key, one leaf of 4 or 8 bytes riding in it (others gathered by its
+    positions); else a stable sort by (outside every run, key, run)."""
+    x, leaves = jnp.asarray(x), [jnp.asarray(leaf) for leaf in leaves]
+    span, g = x.shape[-1], starts.shape[-1]
+    if g <= RAGGED_RUNS and _kernel_way(span, x.dtype) and x.size > 0 and out_length > 0:
+        kx, kw = to_kernel(x), dict(descending=descending, out_length=out_length)
+        if not leaves:
+            (k,) = merge_ragged_p.bind(kx, starts, lengths, **kw)
+            return _keys_out(k, x), []
+        if fusable_values(leaves, x.shape) and leaves[0].dtype.itemsize in (4, 8):
+            k, v = merge_ragged_p.bind(kx, starts, lengths, leaves[0], **kw)
+            return _keys_out(k, x), [with_weak_type(v, leaves[0].weak_type)]
+        pos = lax.broadcasted_iota(np.int32, x.shape, _last(x))
+        k, idx = merge_ragged_p.bind(kx, starts, lengths, pos, **kw)
+        return _keys_out(k, x), [gather_along(leaf, idx, _last(x)) for leaf in leaves]
+    pdt = position_dtype(span)
+    pos = lax.broadcasted_iota(pdt, x.shape, _last(x))[..., None]
+    first = jnp.clip(starts.astype(pdt), 0, span)  # (clamped as the kernel clamps them)
+    end = first + jnp.clip(lengths.astype(pdt), 0, span - first)
+    inside = (pos >= first[..., None, :]) & (pos < end[..., None, :])  # (*B, span, G)
+    run = jnp.argmax(inside, axis=-1).astype(np.uint8 if g < 256 else np.uint32)
+    valid = jnp.any(inside, axis=-1)
+    okeys = [jnp.where(valid, 0, 1).astype(np.uint8),
+             *(jnp.where(valid, k, jnp.zeros_like(k)) for k in order_keys(x, descending)),
+             jnp.where(valid, run, jnp.zeros_like(run))]
+    (keys,), perm = _sort_by_order_keys(okeys, [x], pdt, span)
+    perm = perm[..., :out_length]
+    return keys[..., :out_length], [gather_along(leaf, perm, _last(x)) for leaf in leaves]
 
 
 # ---------------------------------------------------------------- searches

@@ -123,6 +123,12 @@ def merge_workspace_per_row(
     return _per_row(_merge_terms(key_bytes, int(payload), value_bytes), length)
 
 
+def ragged_merge_workspace_per_row(key_bytes: int, value_bytes: int, out_length: int) -> int:
+    """int32 elements a row of the CUDA ragged merge's workspace, for rows of out_length
+    outputs (concrete: the sharded sort's shards)."""
+    return int(_cpu.ragged_merge_workspace_elements(key_bytes, value_bytes, 1, out_length))
+
+
 class SortMethod(enum.IntEnum):
     """How a sort runs: the FFI attribute `method` (ffi/include/jax_mergepath/call_args.h
     SortMethod), resolved once when the call is lowered (resolve_sort_method)."""

@@ -12,6 +12,11 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows)
   kernel reads only a. out is (*B, m + n) (runs: (*B, d)). full_rows=True (not runs): a_valid
   and b_valid are known at trace time to be m and n, so the kernels ignore them and may take
   their full-row paths (the CUDA rows kernel).
+merge_ragged_p(x, starts, lengths, *values, descending, out_length) -> [out, values_out?]
+  x (*B, span) holds G <= 8 sorted runs a row, run r at x[..., starts[r]:][:lengths[r]]
+  (starts, lengths int32 (*B, G), clamped into the row); out (*B, out_length) their stable merge
+  (ties: the earlier run first), a row's lengths summing to out_length (past a shorter sum:
+  unspecified). values: one array shaped like x of 4- or 8-byte elements, moved with the keys.
 co_rank_p(k, a, b, descending) -> i: k int32 (*B, q), a (*B, m), b (*B, n); i int32 (*B, q).
 is_sorted_p(x, descending) -> ok: x (*B, d); ok bool (*B).
 sort_p(keys, *values, descending, payload, keys_needed=True) -> [keys, payload_out?]: keys
@@ -34,6 +39,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.core import ShapedArray
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
@@ -219,6 +225,68 @@ def _merge_jvp(primals, tangents, *, descending, payload, runs, full_rows):
 
 
 ad.primitive_jvps[merge_p] = _merge_jvp
+
+
+# ---------------------------------------------------------------- merge_ragged_p
+
+merge_ragged_p = Primitive("jmp_merge_ragged")
+merge_ragged_p.multiple_results = True
+
+
+def _merge_ragged_abstract_eval(x, starts, lengths, *values, descending, out_length):
+    del descending
+    shape = (*x.shape[:-1], out_length)
+    operands = [x, starts, lengths, *values]
+    outs = [_typed(x, operands, shape, x.dtype, weak_type=_weak(x))]
+    if values:
+        outs.append(_typed(x, operands, shape, values[0].dtype, weak_type=_weak(values[0])))
+    return outs
+
+
+merge_ragged_p.def_abstract_eval(_merge_ragged_abstract_eval)
+merge_ragged_p.def_impl(_eager_impl(merge_ragged_p))
+
+
+def _merge_ragged_lowering(ctx, *args, descending, out_length, cuda: bool):
+    x = ctx.avals_in[0]
+    workspace = ()
+    if cuda:
+        _ffi.require_cuda_target("jmp_merge_ragged", "merge_ragged")
+        value_bytes = ctx.avals_in[3].dtype.itemsize if len(ctx.avals_in) > 3 else 0
+        per_row = _ffi.ragged_merge_workspace_per_row(x.dtype.itemsize, value_bytes, out_length)
+        workspace = (ShapedArray((*x.shape[:-1], per_row), np.int32),)
+    return ffi_call(ctx, "jmp_merge_ragged", *args, workspace=workspace,
+                    num_batch_dims=batch_dims_of(x), descending=descending)
+
+
+mlir.register_lowering(merge_ragged_p, functools.partial(_merge_ragged_lowering, cuda=False),
+                       platform="cpu")
+mlir.register_lowering(merge_ragged_p, functools.partial(_merge_ragged_lowering, cuda=True),
+                       platform="cuda")
+
+
+def _merge_ragged_batching_rule(args, dims, **params):
+    outs = merge_ragged_p.bind(*_batched_to_front(args, dims), **params)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[merge_ragged_p] = _merge_ragged_batching_rule
+
+
+def _merge_ragged_jvp(primals, tangents, *, descending, out_length):
+    """The outputs' tangents: the inputs' gathered by the merge's positions (int32, moved as
+    values)."""
+    x, starts, lengths, *values = primals
+    pos = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+    keys, idx = merge_ragged_p.bind(x, starts, lengths, pos, descending=descending,
+                                    out_length=out_length)
+    primal_out = [keys, *(take_along_bits(v, idx, -1) for v in values)]
+    tangent_out = [_gather_tangent([t], [p], idx, runs=True)
+                   for p, t in zip([x, *values], [tangents[0], *tangents[3:]], strict=True)]
+    return primal_out, tangent_out
+
+
+ad.primitive_jvps[merge_ragged_p] = _merge_ragged_jvp
 
 
 # ---------------------------------------------------------------- query primitives

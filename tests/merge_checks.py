@@ -9,10 +9,13 @@ import numpy as np
 from reference import (
     assert_bits_equal,
     index_dtype,
+    order_key,
+    random_keys,
     ref_co_rank,
     ref_merge,
     ref_merge_by_key,
     ref_merge_runs,
+    ref_sort,
 )
 
 import jax_mergepath as jmp
@@ -68,3 +71,34 @@ def check_co_rank(k: Any, a: Any, b: Any, **kw: Any) -> None:
     assert got.shape == np.shape(k), (got.shape, np.shape(k))
     assert np.issubdtype(got.dtype, np.integer), got.dtype
     np.testing.assert_array_equal(got.astype(np.int64), want, err_msg=f"co_rank {kw}")
+
+
+# ---------------------------------------------------------------- ragged merges
+
+
+def ragged_case(rng, dtype, runs: int, max_length: int, descending: bool, rows: int = 1,
+                pattern: str = "random"):
+    """(x (rows, span), starts, lengths (rows, runs) int32): sorted runs with gaps of garbage
+    between and after them, some empty."""
+    lengths = rng.integers(0, max_length + 1, (rows, runs))
+    lengths[:, rng.integers(0, runs)] = 0
+    gaps = rng.integers(0, 4, (rows, runs))
+    starts = np.cumsum(np.concatenate([np.zeros((rows, 1), int), (lengths + gaps)[:, :-1]], 1),
+                       1)
+    span = int((starts[:, -1] + lengths[:, -1]).max()) + 3
+    x = random_keys(rng, dtype, (rows, span), pattern)
+    for row in range(rows):
+        for s, n in zip(starts[row], lengths[row], strict=True):
+            x[row, s:s + n] = ref_sort(x[row, s:s + n], descending=descending)
+    return x, starts.astype(np.int32), lengths.astype(np.int32)
+
+
+def ref_ragged_positions(x, starts, lengths, descending: bool) -> np.ndarray:
+    """Each row's merge as positions in the row: stable by (key, run)."""
+    out = []
+    for row in range(x.shape[0]):
+        pos = np.concatenate([np.arange(s, s + n) for s, n in
+                              zip(starts[row], lengths[row], strict=True)]).astype(int)
+        _, rank = np.unique(order_key(x[row][pos]), return_inverse=True)
+        out.append(pos[np.argsort(-rank if descending else rank, kind="stable")])
+    return np.stack(out) if len({len(p) for p in out}) == 1 else out

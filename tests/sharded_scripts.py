@@ -18,6 +18,7 @@ AUTO = ("auto_axes.py", 21, 25, 38, 46)
 MERGES = ("sharded_merge.py", 8, 5, 44, 31)
 TYPES = ("sharded_types.py", 8, 8, 17, 17)
 TOPK = ("sharded_topk.py", 24, 25, 204, 301)
+COUNTS = ("device_counts.py", 2, 0, 60, 0)  # (on any device count: run_script's devices)
 
 
 def env(devices: int) -> dict[str, str]:
@@ -28,11 +29,12 @@ def env(devices: int) -> dict[str, str]:
     return out
 
 
-def run_script(script: tuple, *flags: str, timeout: float, want: int | None = None) -> str:
-    """The script with flags on 8 devices; its output. want: the ok lines expected (default:
-    the script's count for --quick / all cases, x64 or not)."""
+def run_script(script: tuple, *flags: str, timeout: float, want: int | None = None,
+               devices: int = 8) -> str:
+    """The script with flags on `devices` devices; its output. want: the ok lines expected
+    (default: the script's count for --quick / all cases, x64 or not)."""
     name, quick, quick_x64, every, every_x64 = script
-    proc = subprocess.run([sys.executable, str(HERE / name), *flags], env=env(8),
+    proc = subprocess.run([sys.executable, str(HERE / name), *flags], env=env(devices),
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
     assert "BAD" not in proc.stdout, proc.stdout

@@ -19,6 +19,7 @@ from merge_checks import (
     check_merge,
     check_merge_by_key,
     check_merge_runs,
+    ragged_case,
 )
 from reference import (
     KEY_DTYPES,
@@ -32,6 +33,7 @@ from reference import (
 
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
+from jax_mergepath._dispatch import RAGGED_RUNS, merge_ragged_rows
 
 pytestmark = pytest.mark.requires_gpu  # the GPU tier: skipped without a GPU
 
@@ -301,3 +303,27 @@ def test_cpu_gpu_bit_identical_nan_free_tiles(rng, dtype, descending):
         # Rows: about half of them hold a NaN.
         rows_a, rows_b = keys((300, 400), a_nans, 1 / 600), keys((300, 301), b_nans, 1 / 450)
         _assert_same_on_cpu_and_gpu(merge, rows_a, rows_b)
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=dtype_id)
+def test_cpu_gpu_ragged_merge_bit_identical(rng, dtype):
+    """The ragged merge (_dispatch.merge_ragged_rows: the sharded sort's received runs) over
+    many tiles: keys alone, with 4-byte and with 8-byte values, 3 and 8 runs, both ways."""
+    for runs, descending, pattern in ((3, False, "random"), (RAGGED_RUNS, True, "few"),
+                                      (RAGGED_RUNS, False, "special")):
+        x, starts, lengths = ragged_case(rng, dtype, runs, 30000, descending, rows=2,
+                                         pattern=pattern)
+        lengths[:, -1] += lengths.sum(1).max() - lengths.sum(1)  # one total a row
+        span = int((starts[:, -1] + lengths[:, -1]).max())
+        x = np.concatenate([x, np.zeros((2, max(0, span - x.shape[1])), x.dtype)], 1)
+        for row in range(2):
+            s, n = starts[row, -1], lengths[row, -1]
+            x[row, s:s + n] = ref_sort(x[row, s:s + n], descending=descending)
+        out_length = int(lengths[0].sum())
+        for values in ([], [rng.integers(0, 2**31, x.shape).astype(np.int32)],
+                       [rng.integers(0, 2**62, x.shape)]):
+            def merge(x, s, n, values, descending=descending, out_length=out_length):
+                return merge_ragged_rows(x, s, n, values, out_length=out_length,
+                                         descending=descending)
+
+            _assert_same_on_cpu_and_gpu(jax.jit(merge), x, starts, lengths, values)

@@ -6,13 +6,15 @@
 # (jit / vmap / grad over explicit-axis rows and split axes: the primitives' sharded types; the
 # checked mode on 2, 4 and 8 devices), sharded_topk.py (top_k along a split axis); and
 # multiprocess_sort.py --launch 2: 2 jax.distributed processes of 4 CPU devices each (explicit
-# and auto axes, a merge).
+# and auto axes, a merge); device_counts.py on 3, 5, 6 and 7 devices (the received runs' ragged
+# merge where the device count is not a power of two).
 from __future__ import annotations
 
 import pytest
 from sharded_scripts import (
     ALL_TIMEOUT,
     AUTO,
+    COUNTS,
     MERGES,
     QUICK_TIMEOUT,
     SORTS,
@@ -32,6 +34,11 @@ def test_sharded_all_cases(script, x64):
     # x64 on: the scripts' 64-bit cases (their --quick --x64 set: 64-bit dtypes, int64 positions
     # and indices); every other case runs with x64 off (the whole x64 rerun took 15 of 33 min)
     run_script(script, *(["--x64", "--quick"] if x64 else []), timeout=ALL_TIMEOUT)
+
+
+@pytest.mark.parametrize("devices", [3, 5, 6, 7])
+def test_sort_on_device_counts(devices):
+    run_script(COUNTS, timeout=ALL_TIMEOUT, devices=devices)
 
 
 def test_auto_axes_under_gspmd():

@@ -9,6 +9,7 @@
 namespace jax_mergepath {
 
 void merge_cpu(const MergeCall& call);       // merge_cpu.cc
+void ragged_merge_cpu(const RaggedMergeCall& call);  // merge_cpu.cc
 void sort_cpu(const SortCall& call);         // sort_cpu.cc
 void co_rank_cpu(const CoRankCall& call);    // search_cpu.cc
 void is_sorted_cpu(const IsSortedCall& call);

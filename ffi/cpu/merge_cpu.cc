@@ -10,7 +10,8 @@
 // data). A tile is staged in a buffer and merged by the GPU's serial merges (merge_path.h):
 // merge_full when it has no ragged tail (on order keys staged once, see merge_tile),
 // merge_general otherwise; a tile already in order (A's last key does not follow B's first) is
-// copied.
+// copied. The ragged merge of up to eight runs (ragged_merge_cpu) shares the partition search
+// and takes its outputs one at a time.
 #include <algorithm>
 #include <cstdint>
 
@@ -19,6 +20,7 @@
 #include "jax_mergepath/merge_path.h"
 #include "jax_mergepath/tuning/cpu.h"
 #include "jax_mergepath/tuning/merge.h"
+#include "jax_mergepath/tuning/sort.h"
 #include "parallel_for.h"
 
 namespace jax_mergepath {
@@ -190,7 +192,78 @@ void merge_batch(const MergeCall& call) {
   });
 }
 
+// The ragged merge (call_args.h RaggedMergeCall) of keys of Traits, moving values of Value
+// (kValues) or none: each row's outputs cut into pieces of the GPU's tile; a piece's first counts
+// by k_way_split at its first diagonal (merge_path.h, the GPU partition's search), then its
+// outputs taken one at a time, the least head of the runs (ties: the earlier run).
+template <typename Traits, bool kValues, typename Value>
+void ragged_merge_batch(const RaggedMergeCall& call) {
+  using Bits = typename Traits::Bits;
+  constexpr int K = kRaggedRuns;
+  const auto flip = order_mask<Traits>(call.key_type, call.descending);
+  const auto order = [flip](Bits raw) { return directed_key<Traits>(raw, flip); };
+  const int64_t piece = ragged_merge_shape(int(sizeof(Bits)), kValues ? int(sizeof(Value)) : 0).tile;
+  const int64_t pieces_per_row = ceil_div(call.out_length, piece);
+  parallel_for(call.rows * pieces_per_row, piece, kSerialBelow, [&](int64_t begin, int64_t end) {
+    for (int64_t id = begin; id < end; ++id) {
+      const int64_t row = id / pieces_per_row;
+      const Bits* x = static_cast<const Bits*>(call.x) + row * call.span;
+      int64_t first[K], len[K], sum = 0;
+      for (int r = 0; r < K; ++r) {
+        const RaggedRun run = ragged_run(call, row, r);
+        first[r] = run.start;
+        len[r] = run.length;
+        sum += len[r];
+      }
+      const int64_t outputs = std::min(sum, call.out_length);
+      const int64_t d0 = std::min((id - row * pieces_per_row) * piece, outputs);
+      const int64_t d1 = std::min(d0 + piece, outputs);
+      if (d0 == d1) continue;
+      int64_t at[K], hi[K];
+      for (int r = 0; r < K; ++r) {
+        at[r] = std::max<int64_t>(0, d0 - (sum - len[r]));
+        hi[r] = std::min(len[r], d0);
+      }
+      k_way_split<K>(d0, at, hi, [&](int r, int64_t i) { return x[first[r] + i]; }, order);
+      Bits* out = static_cast<Bits*>(call.out) + row * call.out_length + d0;
+      const Value* v =
+          kValues ? static_cast<const Value*>(call.values) + row * call.span : nullptr;
+      Value* v_out =
+          kValues ? static_cast<Value*>(call.out_values) + row * call.out_length + d0 : nullptr;
+      for (int64_t o = 0; o < d1 - d0; ++o) {
+        int best = -1;
+        Bits best_key = 0;
+        for (int r = 0; r < K; ++r) {
+          if (at[r] == len[r]) continue;
+          const Bits key = order(x[first[r] + at[r]]);
+          if (best < 0 || key < best_key) {
+            best = r;
+            best_key = key;
+          }
+        }
+        const int64_t from = first[best] + at[best]++;
+        out[o] = x[from];
+        if constexpr (kValues) v_out[o] = v[from];
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void ragged_merge_cpu(const RaggedMergeCall& call) {
+  if (call.rows == 0 || call.out_length == 0) return;
+  visit_key_type(call.key_type, [&](auto traits) {
+    using Traits = decltype(traits);
+    if (call.value_bytes == 4) {
+      ragged_merge_batch<Traits, true, uint32_t>(call);
+    } else if (call.value_bytes == 8) {
+      ragged_merge_batch<Traits, true, uint64_t>(call);
+    } else {
+      ragged_merge_batch<Traits, false, uint8_t>(call);
+    }
+  });
+}
 
 void merge_cpu(const MergeCall& call) {
   if (call.layout.merges() == 0 || call.layout.merge_span() == 0) return;

@@ -33,6 +33,16 @@ ffi::Error MergeCpuImpl(ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer a_val
   return ffi::Error::Success();
 }
 
+ffi::Error RaggedMergeCpuImpl(ffi::AnyBuffer x, ffi::AnyBuffer starts, ffi::AnyBuffer lengths,
+                              ffi::RemainingArgs values, ffi::Result<ffi::AnyBuffer> out,
+                              ffi::RemainingRets extra, bool descending) {
+  auto call = decode_ragged_merge(x, starts, lengths, values, out, extra, descending);
+  if (!call.has_value()) return call.error();
+  if (extra.size() != values.size()) return invalid("merge_ragged", "unexpected extra results");
+  ragged_merge_cpu(*call);
+  return ffi::Error::Success();
+}
+
 ffi::Error CoRankCpuImpl(ffi::AnyBuffer k, ffi::AnyBuffer a, ffi::AnyBuffer b,
                          ffi::Result<ffi::AnyBuffer> out, bool descending) {
   auto call = decode_co_rank(k, a, b, out, descending);
@@ -78,6 +88,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_sort_cpu, SortCpuImpl, bind_sort(ffi::Ffi::Bin
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_searchsorted_cpu, SearchsortedCpuImpl,
                               bind_searchsorted(ffi::Ffi::Bind()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cpu, MergeCpuImpl, bind_merge(ffi::Ffi::Bind()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_ragged_cpu, RaggedMergeCpuImpl,
+                              bind_ragged_merge(ffi::Ffi::Bind()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_co_rank_cpu, CoRankCpuImpl,
                               bind_co_rank(ffi::Ffi::Bind()));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_is_sorted_cpu, IsSortedCpuImpl,
@@ -105,6 +117,7 @@ NB_MODULE(_cpu, m) {
   m.def("registrations", []() {
     nb::dict d;
     d["jmp_merge"] = capsule_of(jax_mergepath::jmp_merge_cpu);
+    d["jmp_merge_ragged"] = capsule_of(jax_mergepath::jmp_merge_ragged_cpu);
     d["jmp_co_rank"] = capsule_of(jax_mergepath::jmp_co_rank_cpu);
     d["jmp_is_sorted"] = capsule_of(jax_mergepath::jmp_is_sorted_cpu);
     d["jmp_sort"] = capsule_of(jax_mergepath::jmp_sort_cpu);
@@ -133,6 +146,9 @@ NB_MODULE(_cpu, m) {
       "[(multiplier, divisor, at_most_one), ...]: the same for the CUDA sort of rows of L keys "
       "(tuning/workspace.h sort_workspace_bound)");
   m.def("merge_tile", &jax_mergepath::merge_tile, "outputs per merge tile");
+  m.def("ragged_merge_workspace_elements", &jax_mergepath::ragged_merge_workspace_elements,
+        "int32 elements of the CUDA ragged merge's workspace: (key_bytes, value_bytes, rows, "
+        "out_length) (tuning/workspace.h)");
   m.def(
       "merge_shape_for",
       [](int key_bytes, int payload, int value_bytes) {

@@ -55,6 +55,26 @@ ffi::Error MergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b
   return ffi::Error::Success();
 }
 
+ffi::Error RaggedMergeCudaImpl(cudaStream_t stream, ffi::AnyBuffer x, ffi::AnyBuffer starts,
+                               ffi::AnyBuffer lengths, ffi::RemainingArgs values,
+                               ffi::Result<ffi::AnyBuffer> out,
+                               ffi::RemainingRets extra, bool descending) {
+  auto call = decode_ragged_merge(x, starts, lengths, values, out, extra, descending);
+  if (!call.has_value()) return call.error();
+  const size_t used = values.size();
+  const int64_t need = ragged_merge_workspace_elements(
+      static_cast<int>(ffi::ByteWidth(x.element_type())), call->value_bytes, call->rows,
+      call->out_length);
+  auto ws = extra_buffer(extra, used, need, ffi::DataType::S32, "merge_ragged", "workspace");
+  if (!ws.has_value()) return ws.error();
+  if (extra.size() != used + 1) return invalid("merge_ragged", "unexpected extra results");
+  if (cudaError_t err = ragged_merge_cuda(*call, static_cast<int32_t*>(*ws), stream);
+      err != cudaSuccess) {
+    return cuda_error("merge_ragged", err);
+  }
+  return ffi::Error::Success();
+}
+
 ffi::Error CoRankCudaImpl(cudaStream_t stream, ffi::AnyBuffer k, ffi::AnyBuffer a,
                           ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out, bool descending) {
   auto call = decode_co_rank(k, a, b, out, descending);
@@ -144,6 +164,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jmp_merge_cuda, MergeCudaImpl,
                               bind_merge(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
                               {ffi::Traits::kCmdBufferCompatible});
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    jmp_merge_ragged_cuda, RaggedMergeCudaImpl,
+    bind_ragged_merge(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
+    {ffi::Traits::kCmdBufferCompatible});
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
     jmp_co_rank_cuda, CoRankCudaImpl,
     bind_co_rank(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()),
     {ffi::Traits::kCmdBufferCompatible});
@@ -167,6 +191,8 @@ NB_MODULE(_cuda, m) {
   m.def("registrations", []() {
     nb::dict d;
     d["jmp_merge"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_merge_cuda));
+    d["jmp_merge_ragged"] =
+        nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_merge_ragged_cuda));
     d["jmp_co_rank"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_co_rank_cuda));
     d["jmp_is_sorted"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_is_sorted_cuda));
     d["jmp_sort"] = nb::capsule(reinterpret_cast<void*>(jax_mergepath::jmp_sort_cuda));

@@ -214,6 +214,81 @@ inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
   return call;
 }
 
+template <typename Binding>
+auto bind_ragged_merge(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // x (rows..., span)
+      .template Arg<ffi::AnyBuffer>()  // starts, int32 (rows..., runs)
+      .template Arg<ffi::AnyBuffer>()  // lengths, int32 (rows..., runs)
+      .RemainingArgs()                 // values, shaped as x (or none)
+      .template Ret<ffi::AnyBuffer>()  // merged keys (rows..., out_length)
+      .RemainingRets()                 // the values' output, then (CUDA) the workspace
+      .template Attr<bool>("descending");
+}
+
+// Decodes a ragged merge (call_args.h RaggedMergeCall). Operands: x (rows..., span), starts and
+// lengths int32 (rows..., runs), then optional values shaped like x (4 or 8 bytes). Results:
+// out (rows..., out_length) of x's dtype, then the values' output when there are values.
+inline ffi::ErrorOr<RaggedMergeCall> decode_ragged_merge(ffi::AnyBuffer x, ffi::AnyBuffer starts,
+                                                         ffi::AnyBuffer lengths,
+                                                         const ffi::RemainingArgs& values,
+                                                         ffi::Result<ffi::AnyBuffer> out,
+                                                         const ffi::RemainingRets& extra,
+                                                         bool descending) {
+  const std::string op = "merge_ragged";
+  RaggedMergeCall call{};
+  call.key_type = key_type_of(x.element_type());
+  if (call.key_type == KeyType::kInvalid) {
+    return ffi::Unexpected(invalid(op, "unsupported key dtype"));
+  }
+  auto xs = row_shape(x, "x");
+  auto ss = row_shape(starts, "starts");
+  auto ls = row_shape(lengths, "lengths");
+  auto os = row_shape(*out, "out");
+  if (!xs.has_value() || !ss.has_value() || !ls.has_value() || !os.has_value() ||
+      ss->rows != xs->rows || ls->rows != xs->rows || os->rows != xs->rows ||
+      ls->length != ss->length || starts.element_type() != ffi::DataType::S32 ||
+      lengths.element_type() != ffi::DataType::S32 || out->element_type() != x.element_type()) {
+    return ffi::Unexpected(invalid(op, "x (rows..., span), starts and lengths int32 (rows..., "
+                                       "runs), out (rows..., out_length) of x's dtype"));
+  }
+  call.rows = xs->rows;
+  call.span = xs->length;
+  call.runs = ss->length;
+  call.out_length = os->length;
+  if (call.runs < 1 || call.runs > kRaggedRuns) {
+    return ffi::Unexpected(invalid(op, "1 to 8 runs a row"));
+  }
+  if (call.span >= (int64_t{1} << 31) || call.out_length >= (int64_t{1} << 31)) {
+    return ffi::Unexpected(invalid(op, "rows too long for int32 positions"));
+  }
+  call.descending = descending;
+  call.x = x.untyped_data();
+  call.starts = starts.typed_data<int32_t>();
+  call.lengths = lengths.typed_data<int32_t>();
+  call.out = out->untyped_data();
+  if (values.size() > 1 || extra.size() < values.size()) {
+    return ffi::Unexpected(invalid(op, "one values operand and its output, or none"));
+  }
+  if (values.size() == 1) {
+    auto v = values.get<ffi::AnyBuffer>(0);
+    auto v_out = extra.get<ffi::AnyBuffer>(0);
+    if (!v.has_value()) return ffi::Unexpected(v.error());
+    if (!v_out.has_value()) return ffi::Unexpected(v_out.error());
+    call.value_bytes = static_cast<int>(ffi::ByteWidth(v->element_type()));
+    if ((call.value_bytes != 4 && call.value_bytes != 8) ||
+        v->element_count() != x.element_count() ||
+        (*v_out)->element_type() != v->element_type() ||
+        (*v_out)->element_count() != out->element_count()) {
+      return ffi::Unexpected(invalid(op, "values must be 4 or 8 bytes, shaped as x, and their "
+                                         "output as out"));
+    }
+    call.values = v->untyped_data();
+    call.out_values = (*v_out)->untyped_data();
+  }
+  return call;
+}
+
 // Decodes a co_rank call: k (rows..., q) int32, a (rows..., m), b (rows..., n) -> out like k.
 inline ffi::ErrorOr<CoRankCall> decode_co_rank(ffi::AnyBuffer k, ffi::AnyBuffer a,
                                                ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out,

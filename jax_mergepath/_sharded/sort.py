@@ -1,5 +1,8 @@
 """The sharded sort, per device: each device sorts its shard, exact splitters (splitters.py), one
-exchange (exchange.py), then the received runs merged or sorted.
+exchange (exchange.py), then the received runs merged: one key of a real dtype on up to
+RAGGED_RUNS devices by one merge of the g runs (two: merge_runs; more: the ragged merge, on the
+chunks where they landed when every piece fits one); several keys, complex keys and more devices
+by a stable sort of the runs.
 
 Contract: `sort_local(keys, others, axes, ...)` takes this device's shards with the sorted axis
 LAST (keys: one shape (*rows, n), lexicographic; others: (*rows, n, ...), moved with their
@@ -19,9 +22,10 @@ from jax import lax
 
 from jax_mergepath._bits import from_bits, reverse_bits, to_bits
 from jax_mergepath._dispatch import (
+    RAGGED_RUNS,
     fusable_values,
     lexsort_rows,
-    merge_by_key_rows,
+    merge_ragged_rows,
     merge_runs_rows,
     sort_rows,
 )
@@ -39,10 +43,10 @@ from jax_mergepath._sharded.exchange import (
 from jax_mergepath._sharded.layout import Axes, on_rows, positions_like, varying
 from jax_mergepath._sharded.splitters import splitters
 
-# Shards of at least this many keys finish a one-key sort by merging the received chunks as rows
-# where they fit (_redistribute_merged); smaller ones always place and sort them: the choice is a
-# lax.cond whose two branches both compile (+19 s of the CPU tests' quick run), for a gain
-# measured on 2^28-key shards (4 x H100: 21.7 -> 17.8 ms, docs/performance.md).
+# Shards of at least this many keys finish a one-key sort by merging the received chunks where
+# they landed when they fit (_redistribute_merged); smaller ones always place and merge them:
+# the choice is a lax.cond whose two branches both compile (+19 s of the CPU tests' quick run),
+# for a gain measured on 2^28-key shards (4 x H100: 21.7 -> 17.8 ms, docs/performance.md).
 MERGED_ROWS_MIN_SHARD = 1 << 14
 
 
@@ -83,12 +87,20 @@ def local_sort(
 
 def _merge_received(keys, others, sizes, *, descending: bool, op: str):
     """The stable sort of the g sorted runs laid out one after another (sizes: (g,) in layout
-    order; ties: the earlier run first). Two runs of one key: one merge of the runs (others
-    follow its positions). Else a stable sort."""
-    if len(keys) == 1 and sizes.shape[0] == 2 and not is_complex(keys[0].dtype):
-        k, perm = merge_runs_rows(keys[0], sizes[0], descending=descending,
-                                  return_indices=bool(others), op=op)
-        return [k], [take(x, perm) for x in others]
+    order; ties: the earlier run first). One key of a real dtype: one merge of the runs (two:
+    merge_runs; up to RAGGED_RUNS: the ragged merge), others moved with it. Else (several keys,
+    complex keys, more runs) a stable sort."""
+    g = sizes.shape[0]
+    if len(keys) == 1 and g <= RAGGED_RUNS and not is_complex(keys[0].dtype):
+        if g == 2:
+            k, perm = merge_runs_rows(keys[0], sizes[0], descending=descending,
+                                      return_indices=bool(others), op=op)
+            return [k], [take(x, perm) for x in others]
+        lengths = sizes.astype(np.int32)
+        starts = jnp.cumsum(lengths) - lengths
+        k, moved = merge_ragged_rows(keys[0], starts, lengths, others,
+                                     out_length=keys[0].shape[0], descending=descending)
+        return [k], moved
     return local_sort(keys, others, descending=descending, reverse_ties=False, op=op)
 
 
@@ -103,7 +115,7 @@ def sort_shards(keys: list[jax.Array], others: list[jax.Array], axes: Axes, *, d
     ks, os_ = local_sort(keys, others, **first)
     okeys = [o for k in ks for o in order_keys(k, descending)]
     moved = [*ks, *os_]
-    if len(ks) == 1 and g > 2 and g & (g - 1) == 0 and exchange_kind() == "chunks" \
+    if len(ks) == 1 and 2 < g <= RAGGED_RUNS and exchange_kind() == "chunks" \
             and not is_complex(ks[0].dtype) and ks[0].shape[0] >= MERGED_ROWS_MIN_SHARD:
         return _redistribute_merged(okeys, moved, axes, g, reverse_ties, descending, op)
     got, layout = exchange(moved, splitters(okeys, axes, g, reverse_ties), axes, g, reverse_ties)
@@ -112,39 +124,36 @@ def sort_shards(keys: list[jax.Array], others: list[jax.Array], axes: Axes, *, d
 
 
 def _redistribute_merged(okeys, moved, axes: Axes, g, reverse_ties, descending, op):
-    """The exchange then the merge of the received runs for one key and g a power of two above
-    2: where every piece fits one chunk (one round: random keys), the pieces received from one
-    all_to_all stay rows of a chunk, merged pairwise in layout order (log2 g levels of ragged
-    merges at the copy rate) instead of placed one after another and sorted again; else (skewed
-    keys) the general exchange and sort."""
+    """The exchange then the merge of the received runs for one key and 2 < g <= RAGGED_RUNS:
+    where every piece fits one chunk (one round: random keys), the chunks received from one
+    all_to_all are merged where they landed (one ragged merge of g runs, each at the start of
+    its chunk) instead of placed one after another first; else (skewed keys) the general
+    exchange, then the merge of the placed runs (_merge_received)."""
     cuts = splitters(okeys, axes, g, reverse_ties)
     sent = cuts[1:] - cuts[:-1]
     n = moved[0].shape[0]
     chunk = exchange_chunk(n, g)
     fits = lax.pmax(jnp.max(sent), axes.name) <= chunk
 
-    def by_rows(moved):
-        sizes = received_sizes(sent, axes)
+    def by_chunks(moved):
+        lengths = in_layout(received_sizes(sent, axes), reverse_ties).astype(np.int32)
         rows = []
-        for x in moved:  # row i: the chunk device i sent here
+        for x in moved:  # row i: the chunk device i sent here (in layout order)
             got = lax.all_to_all(pieces(padded(to_bits(x), chunk), cuts[:-1], chunk, g),
                                  axes.name, 0, 0)
-            rows.append(from_bits(in_layout(got, reverse_ties), x.dtype, x.weak_type))
-        key, vals, lengths = rows[0], rows[1:], in_layout(sizes, reverse_ties)
-        while key.shape[0] > 1:  # merge rows 2i and 2i + 1, lengths adding
-            la, lb = lengths[0::2], lengths[1::2]
-            key, vals = merge_by_key_rows(key[0::2], key[1::2], la, lb, [v[0::2] for v in vals],
-                                          [v[1::2] for v in vals], descending=descending,
-                                          full_rows=False, op=op)
-            lengths = la + lb
-        return [varying(x[0, :n], axes.names) for x in (key, *vals)]
+            got = in_layout(got, reverse_ties).reshape(g * chunk, *got.shape[2:])
+            rows.append(from_bits(got, x.dtype, x.weak_type))
+        starts = jnp.arange(g, dtype=np.int32) * chunk
+        key, vals = merge_ragged_rows(rows[0], starts, lengths, rows[1:], out_length=n,
+                                      descending=descending)
+        return [varying(x, axes.names) for x in (key, *vals)]
 
-    def placed_and_sorted(moved):
+    def placed_and_merged(moved):
         got, layout = exchange(moved, cuts, axes, g, reverse_ties)
         ks, os_ = _merge_received(got[:1], got[1:], layout, descending=descending, op=op)
         return [varying(x, axes.names) for x in (*ks, *os_)]
 
-    out = lax.cond(fits, by_rows, placed_and_sorted, moved)
+    out = lax.cond(fits, by_chunks, placed_and_merged, moved)
     return out[:1], out[1:]
 
 

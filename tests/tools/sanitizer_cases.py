@@ -2,8 +2,8 @@
 
 Tiled, rows and packed merges, float32 keys (FPU compares), every payload, descending, ragged
 rows, merge_runs and co_rank; block sorts of long and packed short rows, sort passes, presorted
-rows, every sort payload, quad and eight-way passes, the wide block sorts (4- and 8-byte keys),
-searchsorted (binary and merge path, short rows in the rows kernel), the radix path (CUB,
+rows, every sort payload, quad, eight-way and ragged passes, the wide block sorts (4- and 8-byte
+keys), searchsorted (binary and merge path, short rows in the rows kernel), the radix path (CUB,
 counting sort and scatter), top_k (every strategy forced: rows in registers, a block a row, the
 grid and the stream strategy with a block or the merge sort over their candidates, the exact
 paths); sizes around the tiles; results are checked against numpy so a
@@ -40,10 +40,10 @@ def main() -> None:
     assert jax.devices()[0].platform == "gpu", jax.devices()
     # JMP_SANITIZER_CASES: "all" (default), "base" (all but the 8-byte wide block sorts),
     # "wide64" (only those), "search" (searchsorted only), "radix" (the radix path only),
-    # "passes" (the quad and eight-way passes only) or "topk" (top_k only): racecheck of
-    # everything passes one device call's 10 minutes.
+    # "passes" (the quad, eight-way and ragged passes only), "ragged" (the ragged merge only)
+    # or "topk" (top_k only): racecheck of everything passes one device call's 10 minutes.
     which = os.environ.get("JMP_SANITIZER_CASES", "all")
-    kinds = ("all", "base", "wide64", "search", "radix", "passes", "topk")
+    kinds = ("all", "base", "wide64", "search", "radix", "passes", "ragged", "topk")
     if which not in kinds:
         sys.exit(f"JMP_SANITIZER_CASES={which!r}: expected one of {', '.join(kinds)}")
     if which == "search":
@@ -52,6 +52,8 @@ def main() -> None:
         radix_cases(rng)
     if which == "passes":
         pass_cases(rng)
+    if which == "ragged":
+        ragged_cases(rng)
     if which in ("all", "topk"):
         topk_cases(rng)
     if which in ("all", "base"):
@@ -154,6 +156,33 @@ def pass_cases(rng: np.random.Generator) -> None:
             jax.config.update("jax_enable_x64", x64)
         keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
         check(jmp.sort(keys), np.sort(keys), "quad sort")
+    ragged_cases(rng)
+
+
+def ragged_cases(rng: np.random.Generator) -> None:
+    """The ragged merge (kernels/ragged_merge.cuh): 3 and 8 runs with gaps, clamped starts and
+    lengths, keys alone and with 4- and 8-byte values, two rows, a row's tail past its sum."""
+    from jax_mergepath._dispatch import merge_ragged_rows
+
+    for runs, value in ((3, None), (8, np.int32), (8, np.int64)):
+        lengths = rng.integers(0, 20000, (2, runs)).astype(np.int32)
+        starts = np.cumsum(lengths + 5, axis=1).astype(np.int32) - lengths - 5
+        span = int((starts[:, -1] + lengths[:, -1]).max()) + 11
+        x = rng.integers(0, 500, (2, span)).astype(np.int32)
+        for row in range(2):
+            for s, n in zip(starts[row], lengths[row], strict=True):
+                x[row, s:s + n] = np.sort(x[row, s:s + n])
+        out_length = int(lengths.sum(1).min())  # (the longer row's merge is cut there)
+        leaves = [] if value is None else [np.arange(x.size).reshape(x.shape).astype(value)]
+        keys, _ = merge_ragged_rows(x, starts, lengths, leaves, out_length=out_length,
+                                    descending=False)
+        row = int(np.argmin(lengths.sum(1)))
+        want = np.sort(np.concatenate([x[row, s:s + n] for s, n in
+                                       zip(starts[row], lengths[row], strict=True)]))
+        check(keys[row], want, f"ragged merge {runs} runs")
+    bad = np.array([[-7, 30, 10**6]], np.int32)  # starts and lengths clamped into the row
+    jax.block_until_ready(merge_ragged_rows(np.sort(x[:1], -1), bad, bad, [], out_length=500,
+                                            descending=True))
 
 
 def radix_cases(rng: np.random.Generator) -> None:

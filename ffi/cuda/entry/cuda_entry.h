@@ -14,6 +14,9 @@
 namespace jax_mergepath {
 
 cudaError_t merge_cuda(const MergeCall& call, int32_t* workspace, cudaStream_t stream);
+// workspace: ragged_merge_workspace_elements int32 (tuning/workspace.h).
+cudaError_t ragged_merge_cuda(const RaggedMergeCall& call, int32_t* workspace,
+                              cudaStream_t stream);
 // splits: the partition workspace of splits_elements int32 (tuning/workspace.h
 // sort_partition_elements).
 cudaError_t sort_cuda(const SortCall& call, int32_t* splits, int64_t splits_elements,

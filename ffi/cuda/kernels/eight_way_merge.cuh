@@ -207,38 +207,27 @@ __device__ __forceinline__ void eight_way_level(Shared& shared, bool nan_free, i
   }
 }
 
-// call.layout: the pass's multiway_layout; splits: eight_way_partition_kernel's.
+// One block's tile of an eight-way merge: the eight ranges [start[r], start[r] + count[r]) of
+// `in` (and `vin`, their values), sorted, merged stably (ties: the lower range first) into the
+// call's outputs from element out_at (call.out, call.out_payload). Every thread of the block
+// calls it; the counts sum to `total`, at most Policy::kTile.
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
-    eight_way_merge_kernel(MergeCall call, const int32_t* splits, int64_t width,
-                           typename Traits::Bits flip, TileMap map) {
-  grid_prologue();
+__device__ __forceinline__ void eight_way_merge_tile(const typename Traits::Bits* in,
+                                                     const Value* vin,
+                                                     const int (&start)[kEightWayRuns],
+                                                     int (&count)[kEightWayRuns], int total,
+                                                     typename Traits::Bits flip,
+                                                     const MergeCall& call, int64_t out_at) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
   constexpr bool kValues = kPayload == PayloadKind::kValue;
-  static_assert(kPayload == PayloadKind::kNone || kValues, "sort passes carry values or none");
+  static_assert(kPayload == PayloadKind::kNone || kValues, "eight-way passes carry values or none");
   using Shared = EightWayShared<kPayload, Bits, Value, kThreads, kItems>;
   static_assert(Policy::kTile <= Shared::kTile, "a tile's padded outputs fit the threads");
   static_assert(Shared::kSlots <= 65536, "value slots fit uint16_t");
   __shared__ Shared shared;
   Bits* keys = shared.keys();
-  const MergeLayout& groups = call.layout;
-  if (row_done_of_tile(groups, blockIdx.x, map)) return;
-  const PassTile tile = pass_tile(groups, map);
-  const RowGeometry& g = tile.g;
-  const int64_t d0 = tile.d0, d1 = tile.d1;
-  if (d0 == d1) return;  // a spare tile of a short group
-  const int32_t* s0 = splits + kEightWayRuns * (tile.merge * (map.tiles_per_merge + 1) + tile.t);
-  int start[kEightWayRuns], count[kEightWayRuns], loc[kEightWayRuns];
-#pragma unroll
-  for (int r = 0; r < kEightWayRuns; ++r) {
-    // In the group (a row is under 2^31 keys; an empty run past a short group's end may wrap
-    // here, and is never read).
-    start[r] = static_cast<int>(r * width) + s0[r];
-    count[r] = s0[kEightWayRuns + r] - s0[r];
-  }
-  const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
-  const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
+  int loc[kEightWayRuns];
   if constexpr (!kValues && sizeof(Bits) == 4) {
     load_ranges_chunked<kThreads, std::max(Shared::kLoadSlots, Shared::kSlots), kEightWayRuns>(
         in, start, count, keys, loc);
@@ -246,7 +235,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     load_ranges_packed<kThreads, kItems, kEightWayRuns, kValues>(in, vin, start, count, keys,
                                                                  shared.vals, loc);
   }
-  const int total = static_cast<int>(d1 - d0);
   const int p0 = static_cast<int>(threadIdx.x) * kItems;
   __syncthreads();
   const bool nan_free = sorted_ranges_nan_free<Traits>(keys, loc, count);  // (every level)
@@ -259,8 +247,37 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
                                             src_reg);
   // Last level: the two halves, output p0 + c of the tile.
   merge_last_level_and_store<kItems, Traits>(shared, nan_free, loc[0], count[0], loc[1],
-                                             count[1], p0, total, flip, call, g.out_offset + d0,
-                                             key_reg, src_reg);
+                                             count[1], p0, total, flip, call, out_at, key_reg,
+                                             src_reg);
+}
+
+// call.layout: the pass's multiway_layout; splits: eight_way_partition_kernel's.
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    eight_way_merge_kernel(MergeCall call, const int32_t* splits, int64_t width,
+                           typename Traits::Bits flip, TileMap map) {
+  grid_prologue();
+  using Bits = typename Traits::Bits;
+  constexpr bool kValues = kPayload == PayloadKind::kValue;
+  const MergeLayout& groups = call.layout;
+  if (row_done_of_tile(groups, blockIdx.x, map)) return;
+  const PassTile tile = pass_tile(groups, map);
+  const RowGeometry& g = tile.g;
+  if (tile.d0 == tile.d1) return;  // a spare tile of a short group
+  const int32_t* s0 = splits + kEightWayRuns * (tile.merge * (map.tiles_per_merge + 1) + tile.t);
+  int start[kEightWayRuns], count[kEightWayRuns];
+#pragma unroll
+  for (int r = 0; r < kEightWayRuns; ++r) {
+    // In the group (a row is under 2^31 keys; an empty run past a short group's end may wrap
+    // here, and is never read).
+    start[r] = static_cast<int>(r * width) + s0[r];
+    count[r] = s0[kEightWayRuns + r] - s0[r];
+  }
+  const Bits* in = static_cast<const Bits*>(call.a) + g.a_offset;
+  const Value* vin = kValues ? static_cast<const Value*>(call.a_values) + g.a_offset : nullptr;
+  eight_way_merge_tile<Traits, kPayload, Value, Policy>(
+      in, vin, start, count, static_cast<int>(tile.d1 - tile.d0), flip, call,
+      g.out_offset + tile.d0);
 }
 
 // Enqueues the partition launch of an eight-way pass on tile `tile` (`pairs`: the two-way pass

@@ -30,6 +30,12 @@ cudaError_t sort_for_traits(const SortCall& call, int32_t* splits, int64_t split
 template <typename Traits>
 cudaError_t co_rank_for_traits(const CoRankCall& call, cudaStream_t stream);
 
+// The ragged merge of up to eight runs a row (kernels/ragged_merge.cuh); workspace:
+// ragged_merge_workspace_elements int32.
+template <typename Traits>
+cudaError_t ragged_merge_for_traits(const RaggedMergeCall& call, int32_t* workspace,
+                                    cudaStream_t stream);
+
 template <typename Traits>
 cudaError_t is_sorted_for_traits(const IsSortedCall& call, cudaStream_t stream);
 

@@ -123,6 +123,39 @@ inline MergeCall multiway_call(const MergeCall& pairs, int runs) {
   return call;
 }
 
+// The merge of up to kRaggedRuns sorted runs of every row, anywhere in it and of any lengths (a
+// sharded sort's received pieces, in chunks or placed one after another): x is (rows, span);
+// run r of a row is x[row, start : start + length], start = starts[row, r] clamped to [0, span]
+// and length = lengths[row, r] clamped to [0, span - start]. out (rows, out_length) gets their
+// stable merge (ties: the earlier run first) and out_values the values (value_bytes 4 or 8,
+// laid out as x; 0: none) moved with their keys. A row's lengths sum to out_length; past a
+// shorter sum the outputs are left unwritten, past a longer one the merge is cut.
+inline constexpr int kRaggedRuns = 8;
+
+struct RaggedMergeCall {
+  KeyType key_type;
+  bool descending;
+  int value_bytes;
+  int64_t rows, runs, span, out_length;
+  const void* x;
+  const int32_t* starts;
+  const int32_t* lengths;
+  const void* values;
+  void* out;
+  void* out_values;
+};
+
+// Run r of a ragged merge's row: where it starts in the row and its length, clamped into it.
+struct RaggedRun {
+  int64_t start, length;
+};
+
+JMP_HD RaggedRun ragged_run(const RaggedMergeCall& call, int64_t row, int r) {
+  if (r >= call.runs) return {0, 0};
+  const int64_t start = clamp_length(call.starts[row * call.runs + r], call.span);
+  return {start, clamp_length(call.lengths[row * call.runs + r], call.span - start)};
+}
+
 // searchsorted: for every query v[row, q], the number of a[row, :] elements that precede it
 // ("left": a[i] < v) or that do not follow it ("right": a[i] <= v), in the key order.
 // sorted_queries: every row of v is sorted (ascending), so the search is one merge path.

@@ -149,6 +149,30 @@ struct EightWayPolicy : TilePolicy<eight_way_shape(kKeyBytes, kPayloadBytes).thr
                                    eight_way_shape(kKeyBytes, kPayloadBytes).min_blocks,
                                    eight_way_shape(kKeyBytes, kPayloadBytes).tile> {};
 
+// The ragged merge of a sharded sort's received runs (ffi/cuda/kernels/ragged_merge.cuh: one
+// eight-way level of up to eight runs of any lengths): the eight-way pass's measured shapes where
+// it has them; 4-byte keys alone 256 x 25 at 3 blocks (the sort's eight-way sweep measured it
+// best for them, docs/performance.md "Open"); else 15 items for elements of up to 4 bytes, 11
+// with 4-byte values and 7 with 8-byte values (the block's static shared memory, under 48 KiB:
+// 8 + 8 bytes at 7 items take 46.4 KiB).
+constexpr MultiwayShape ragged_merge_shape(int key_bytes, int payload_bytes) {
+  const int element_bytes = key_bytes + payload_bytes;
+  const int threads = 256;
+  if (key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4) && element_bytes > 4) {
+    return eight_way_shape(key_bytes, payload_bytes);
+  }
+  if (key_bytes == 4 && payload_bytes == 0) return {threads, 25, 3, int64_t{threads - 3} * 25};
+  const int items = element_bytes <= 4 ? 15 : (payload_bytes <= 4 ? 11 : 7);
+  return {threads, items, 2, int64_t{threads - 3} * items};
+}
+
+template <int kKeyBytes, int kPayloadBytes>
+struct RaggedMergePolicy : TilePolicy<ragged_merge_shape(kKeyBytes, kPayloadBytes).threads,
+                                      ragged_merge_shape(kKeyBytes, kPayloadBytes).items,
+                                      ragged_merge_shape(kKeyBytes, kPayloadBytes).min_blocks,
+                                      ragged_merge_shape(kKeyBytes, kPayloadBytes).tile> {};
+
+
 // Whether sorts of these keys and payload take quads when large enough (the measured shapes).
 constexpr bool sort_may_use_quads(int key_bytes, int payload_bytes) {
   return key_bytes >= 4 && (payload_bytes == 0 || payload_bytes == 4);

@@ -48,6 +48,14 @@ constexpr int64_t eight_way_workspace_elements(int64_t eight_way_tile, const Mer
          tile_map(multiway_layout(pairs, kEightWayRuns), eight_way_tile).boundaries();
 }
 
+// int32 elements of the CUDA ragged merge's workspace (kernels/ragged_merge.cuh): kRaggedRuns
+// counts at every tile boundary, tiles + 1 a row.
+constexpr int64_t ragged_merge_workspace_elements(int key_bytes, int value_bytes, int64_t rows,
+                                                  int64_t out_length) {
+  const int64_t tile = ragged_merge_shape(key_bytes, value_bytes).tile;
+  return kRaggedRuns * rows * (ceil_div(out_length, tile) + 1);
+}
+
 // int32 elements of the CUDA sort's workspace for partitions after a block sort of `tile`: the
 // largest pass's (a pass carries the payload as a value: kIndex positions are 4-byte values);
 // 0 without passes.
