@@ -384,10 +384,11 @@ def merge_ragged_rows(
     descending: bool,
 ) -> tuple[jax.Array, list[jax.Array]]:
     """The stable merge of each row's G sorted runs x[..., starts[r]:][:lengths[r]] (starts,
-    lengths: int32 (*B, G); disjoint runs; ties: the earlier run first) into out_length outputs
-    (a row's lengths sum to it), moving `leaves` (x's shape, then optional trailing
-    dimensions): (keys, the leaves moved). One kernel (merge_ragged_p) for up to RAGGED_RUNS
-    runs of a kernel key, one leaf of 4 or 8 bytes riding in it (others gathered by its
+    lengths: int32 (*B, G), clamped into the row as call_args.h's ragged_run; the runs
+    disjoint; ties: the earlier run first, wherever it lies) into out_length outputs (a row's
+    lengths sum to it), moving `leaves` (x's shape, then optional trailing dimensions): (keys,
+    the leaves moved). One kernel (merge_ragged_p) for up to RAGGED_RUNS runs of a kernel key on
+    a row of int32 positions, one leaf of 4 or 8 bytes riding in it (others gathered by its
     positions); else a stable sort by (outside every run, key, run)."""
     x, leaves = jnp.asarray(x), [jnp.asarray(leaf) for leaf in leaves]
     span, g = x.shape[-1], starts.shape[-1]
@@ -414,7 +415,15 @@ def merge_ragged_rows(
              jnp.where(valid, run, jnp.zeros_like(run))]
     (keys,), perm = _sort_by_order_keys(okeys, [x], pdt, span)
     perm = perm[..., :out_length]
-    return keys[..., :out_length], [gather_along(leaf, perm, _last(x)) for leaf in leaves]
+    moved = [keys[..., :out_length], *(gather_along(leaf, perm, _last(x)) for leaf in leaves)]
+    short = max(0, out_length - span)  # (outputs past the runs' sum are unspecified: zeros)
+    moved = [_pad_axis(m, _last(x), short) if short else m for m in moved]
+    return moved[0], moved[1:]
+
+
+def _pad_axis(a: jax.Array, ax: int, more: int) -> jax.Array:
+    """a with `more` zeros after its axis ax."""
+    return jnp.pad(a, [(0, more if i == ax else 0) for i in range(a.ndim)])
 
 
 # ---------------------------------------------------------------- searches

@@ -13,7 +13,7 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows)
   and b_valid are known at trace time to be m and n, so the kernels ignore them and may take
   their full-row paths (the CUDA rows kernel).
 merge_ragged_p(x, starts, lengths, *values, descending, out_length) -> [out, values_out?]
-  x (*B, span) holds G <= 8 sorted runs a row, run r at x[..., starts[r]:][:lengths[r]]
+  x (*B, span) holds G <= 8 sorted, disjoint runs a row, run r at x[..., starts[r]:][:lengths[r]]
   (starts, lengths int32 (*B, G), clamped into the row); out (*B, out_length) their stable merge
   (ties: the earlier run first), a row's lengths summing to out_length (past a shorter sum:
   unspecified). values: one array shaped like x of 4- or 8-byte elements, moved with the keys.
@@ -235,6 +235,14 @@ merge_ragged_p.multiple_results = True
 
 def _merge_ragged_abstract_eval(x, starts, lengths, *values, descending, out_length):
     del descending
+    runs = starts.shape[-1] if starts.ndim else 0
+    if (starts.shape != lengths.shape or starts.shape[:-1] != x.shape[:-1] or not 1 <= runs <= 8
+            or {np.dtype(starts.dtype), np.dtype(lengths.dtype)} != {np.dtype(np.int32)}
+            or len(values) > 1 or any(v.shape != x.shape for v in values)):
+        raise ValueError(
+            f"jmp_merge_ragged: x {x.shape}, starts and lengths int32 (*batch, 1..8) with x's "
+            f"batch, values shaped as x; got starts {starts.shape} {starts.dtype}, lengths "
+            f"{lengths.shape} {lengths.dtype}, values {[v.shape for v in values]}")
     shape = (*x.shape[:-1], out_length)
     operands = [x, starts, lengths, *values]
     outs = [_typed(x, operands, shape, x.dtype, weak_type=_weak(x))]

@@ -77,15 +77,24 @@ def check_co_rank(k: Any, a: Any, b: Any, **kw: Any) -> None:
 
 
 def ragged_case(rng, dtype, runs: int, max_length: int, descending: bool, rows: int = 1,
-                pattern: str = "random"):
+                pattern: str = "random", equal_totals: bool = False, shuffled: bool = False):
     """(x (rows, span), starts, lengths (rows, runs) int32): sorted runs with gaps of garbage
-    between and after them, some empty."""
+    between and after them, one empty where there are several; equal_totals: every row's
+    lengths summing alike; shuffled: the runs placed in the row in a random order (run r's
+    ties still go first)."""
     lengths = rng.integers(0, max_length + 1, (rows, runs))
-    lengths[:, rng.integers(0, runs)] = 0
+    if runs > 1:
+        lengths[:, rng.integers(0, runs)] = 0
+    if equal_totals:
+        lengths[:, -1] += lengths.sum(1).max() - lengths.sum(1)
     gaps = rng.integers(0, 4, (rows, runs))
-    starts = np.cumsum(np.concatenate([np.zeros((rows, 1), int), (lengths + gaps)[:, :-1]], 1),
-                       1)
-    span = int((starts[:, -1] + lengths[:, -1]).max()) + 3
+    starts = np.zeros((rows, runs), int)
+    for row in range(rows):
+        at = 0
+        for r in (rng.permutation(runs) if shuffled else range(runs)):
+            starts[row, r] = at
+            at += lengths[row, r] + gaps[row, r]
+    span = int((starts + lengths).max()) + 3
     x = random_keys(rng, dtype, (rows, span), pattern)
     for row in range(rows):
         for s, n in zip(starts[row], lengths[row], strict=True):

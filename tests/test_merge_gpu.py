@@ -312,14 +312,9 @@ def test_cpu_gpu_ragged_merge_bit_identical(rng, dtype):
     for runs, descending, pattern in ((3, False, "random"), (RAGGED_RUNS, True, "few"),
                                       (RAGGED_RUNS, False, "special")):
         x, starts, lengths = ragged_case(rng, dtype, runs, 30000, descending, rows=2,
-                                         pattern=pattern)
-        lengths[:, -1] += lengths.sum(1).max() - lengths.sum(1)  # one total a row
-        span = int((starts[:, -1] + lengths[:, -1]).max())
-        x = np.concatenate([x, np.zeros((2, max(0, span - x.shape[1])), x.dtype)], 1)
-        for row in range(2):
-            s, n = starts[row, -1], lengths[row, -1]
-            x[row, s:s + n] = ref_sort(x[row, s:s + n], descending=descending)
-        out_length = int(lengths[0].sum())
+                                         pattern=pattern, equal_totals=True,
+                                         shuffled=pattern != "random")
+        out_length = int(lengths[0].sum()) - (pattern == "special")  # (special: the merge cut)
         for values in ([], [rng.integers(0, 2**31, x.shape).astype(np.int32)],
                        [rng.integers(0, 2**62, x.shape)]):
             def merge(x, s, n, values, descending=descending, out_length=out_length):

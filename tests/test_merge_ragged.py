@@ -39,14 +39,8 @@ def test_ragged_merge_keys_and_values(rng, dtype, descending):
 def test_ragged_merge_rows_leaves_and_vmap(rng, runs):
     """Batch rows (one kernel call), values of 8 and 2 bytes and with trailing dimensions, the
     same rows under vmap; more than eight runs take the sort."""
-    rows, span = 4, None
-    x, starts, lengths = ragged_case(rng, np.float32, runs, 300, False, rows=rows)
-    lengths[:, -1] += (lengths.sum(1).max() - lengths.sum(1))  # every row the same total
-    span = int((starts[:, -1] + lengths[:, -1]).max())
-    x = np.concatenate([x, np.zeros((rows, max(0, span - x.shape[1])), x.dtype)], 1)
-    for row in range(rows):
-        s, n = starts[row, -1], lengths[row, -1]
-        x[row, s:s + n] = np.sort(x[row, s:s + n])
+    x, starts, lengths = ragged_case(rng, np.float32, runs, 300, False, rows=4,
+                                     equal_totals=True, shuffled=runs == 5)
     out_length = int(lengths[0].sum())
     leaves = [rng.integers(0, 2**40, x.shape),
               rng.standard_normal(x.shape).astype(np.float16),
@@ -62,6 +56,20 @@ def test_ragged_merge_rows_leaves_and_vmap(rng, runs):
         for leaf, got in zip(leaves, moved, strict=True):
             idx = pos if leaf.ndim == 2 else pos[..., None]
             assert_bits_equal(got, np.take_along_axis(leaf, idx, 1))
+
+
+@pytest.mark.parametrize("runs", [4, RAGGED_RUNS + 1])
+def test_ragged_merge_runs_anywhere_and_cut(rng, runs):
+    """Runs placed in the row in any order (ties still by run index, not by address); lengths
+    summing past out_length cut the merge there (the kernel and the sort alike)."""
+    x, starts, lengths = ragged_case(rng, np.int16, runs, 400, True, rows=3, pattern="few",
+                                     equal_totals=True, shuffled=True)
+    pos = ref_ragged_positions(x, starts, lengths, True)
+    out_length = int(lengths[0].sum()) * 2 // 3
+    keys, (moved,) = jax.jit(lambda x, s, n, v: merge_ragged_rows(
+        x, s, n, [v], out_length=out_length, descending=True))(x, starts, lengths, x * 3)
+    assert_bits_equal(keys, np.take_along_axis(x, pos, -1)[:, :out_length])
+    assert_bits_equal(moved, np.take_along_axis(x * 3, pos, -1)[:, :out_length])
 
 
 def test_ragged_merge_jvp(rng):

@@ -241,6 +241,7 @@ void ragged_merge_batch(const RaggedMergeCall& call) {
             best_key = key;
           }
         }
+        if (best < 0) break;  // (the runs hold fewer than the piece: unsorted, overlapping)
         const int64_t from = first[best] + at[best]++;
         out[o] = x[from];
         if constexpr (kValues) v_out[o] = v[from];

@@ -29,6 +29,7 @@ from jax_mergepath._dispatch import (
     merge_runs_rows,
     sort_rows,
 )
+from jax_mergepath._dtypes import is_long
 from jax_mergepath._keys import is_complex, order_keys
 from jax_mergepath._primitives import Payload
 from jax_mergepath._sharded.exchange import (
@@ -89,9 +90,10 @@ def _merge_received(keys, others, sizes, *, descending: bool, op: str):
     """The stable sort of the g sorted runs laid out one after another (sizes: (g,) in layout
     order; ties: the earlier run first). One key of a real dtype: one merge of the runs (two:
     merge_runs; up to RAGGED_RUNS: the ragged merge), others moved with it. Else (several keys,
-    complex keys, more runs) a stable sort."""
+    complex keys, more runs, shards past int32 positions) a stable sort."""
     g = sizes.shape[0]
-    if len(keys) == 1 and g <= RAGGED_RUNS and not is_complex(keys[0].dtype):
+    if len(keys) == 1 and g <= RAGGED_RUNS and not is_complex(keys[0].dtype) \
+            and not is_long(keys[0].shape[0]):
         if g == 2:
             k, perm = merge_runs_rows(keys[0], sizes[0], descending=descending,
                                       return_indices=bool(others), op=op)
@@ -116,7 +118,8 @@ def sort_shards(keys: list[jax.Array], others: list[jax.Array], axes: Axes, *, d
     okeys = [o for k in ks for o in order_keys(k, descending)]
     moved = [*ks, *os_]
     if len(ks) == 1 and 2 < g <= RAGGED_RUNS and exchange_kind() == "chunks" \
-            and not is_complex(ks[0].dtype) and ks[0].shape[0] >= MERGED_ROWS_MIN_SHARD:
+            and not is_complex(ks[0].dtype) and ks[0].shape[0] >= MERGED_ROWS_MIN_SHARD \
+            and not is_long(g * exchange_chunk(ks[0].shape[0], g)):
         return _redistribute_merged(okeys, moved, axes, g, reverse_ties, descending, op)
     got, layout = exchange(moved, splitters(okeys, axes, g, reverse_ties), axes, g, reverse_ties)
     rk, ro = got[: len(ks)], got[len(ks):]
@@ -136,14 +139,14 @@ def _redistribute_merged(okeys, moved, axes: Axes, g, reverse_ties, descending, 
     fits = lax.pmax(jnp.max(sent), axes.name) <= chunk
 
     def by_chunks(moved):
+        # run i: the chunk from the i-th device in layout order, where it landed (no reversal)
         lengths = in_layout(received_sizes(sent, axes), reverse_ties).astype(np.int32)
+        starts = in_layout(jnp.arange(g, dtype=np.int32) * chunk, reverse_ties)
         rows = []
-        for x in moved:  # row i: the chunk device i sent here (in layout order)
+        for x in moved:  # chunk i: what device i sent here
             got = lax.all_to_all(pieces(padded(to_bits(x), chunk), cuts[:-1], chunk, g),
                                  axes.name, 0, 0)
-            got = in_layout(got, reverse_ties).reshape(g * chunk, *got.shape[2:])
-            rows.append(from_bits(got, x.dtype, x.weak_type))
-        starts = jnp.arange(g, dtype=np.int32) * chunk
+            rows.append(from_bits(got.reshape(g * chunk, *got.shape[2:]), x.dtype, x.weak_type))
         key, vals = merge_ragged_rows(rows[0], starts, lengths, rows[1:], out_length=n,
                                       descending=descending)
         return [varying(x, axes.names) for x in (key, *vals)]

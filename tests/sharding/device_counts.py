@@ -1,11 +1,11 @@
-"""Run in a fresh process with host CPU devices of any count (test_sharded_slow.py runs 3, 5, 6
-and 7): a sharded sort's received runs merged by one ragged merge on up to eight devices
-(docs/design.md, "Sharded axis"), on device counts that are not powers of two. Plain jax.jit on
-an Explicit mesh over every device; shards of 2**14 and 2**14 + 8 keys (merged where the chunks
-land) and 1000 (placed, then merged); random, few distinct, reversed, skewed and rotated keys;
-sort both ways, argsort and sort_by_key (a pytree with a 2-D leaf): the unsharded jnp result bit
-for bit and the input's sharding. Prints ``ok <case>`` or ``BAD <case>: why`` per case and exits
-non-zero on any failure.
+"""Run in a fresh process with host CPU devices of any count (test_sharded_slow.py runs 3, 5, 6 and
+7): a sharded sort's received runs merged by one ragged merge on up to eight devices
+(docs/architecture.md, "Sharded axis"), on device counts that are not powers of two. Plain jax.jit
+on an Explicit mesh over every device; shards of 2**14 and 2**14 + 8 keys (merged where the chunks
+land) and 1000 (placed, then merged); random, few distinct, reversed, skewed and rotated keys; sort
+and argsort both ways, sort_by_key (a pytree with a 2-D leaf): the unsharded jnp result bit for bit
+and the input's sharding. Prints ``ok <case>`` or ``BAD <case>: why`` per case and exits non-zero
+on any failure.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=6 JAX_PLATFORMS=cpu \\
         python tests/sharding/device_counts.py [--quick]
@@ -44,6 +44,8 @@ OPS = {
     "sort descending": (lambda x: jmp.sort(x, descending=True),
                         lambda x: jnp.sort(x, descending=True)),
     "argsort": (jmp.argsort, lambda x: jnp.argsort(x, stable=True)),
+    "argsort descending": (lambda x: jmp.argsort(x, descending=True),
+                           lambda x: jnp.argsort(x, stable=True, descending=True)),
     "sort_by_key": (
         lambda x: jmp.sort_by_key(x, {"a": x * 2, "b": jnp.stack([x, -x], -1)}),
         lambda x: (lambda p: (x[p], {"a": (x * 2)[p], "b": jnp.stack([x, -x], -1)[p]}))(

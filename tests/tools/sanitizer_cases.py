@@ -160,29 +160,41 @@ def pass_cases(rng: np.random.Generator) -> None:
 
 
 def ragged_cases(rng: np.random.Generator) -> None:
-    """The ragged merge (kernels/ragged_merge.cuh): 3 and 8 runs with gaps, clamped starts and
-    lengths, keys alone and with 4- and 8-byte values, two rows, a row's tail past its sum."""
+    """The ragged merge (kernels/ragged_merge.cuh): 3 and 8 runs with gaps, placed in the row in
+    any order, clamped starts and lengths, keys alone and with 4- and 8-byte values (x64 on),
+    int32 and int64 keys, two rows, a row's merge cut at the shorter total."""
     from jax_mergepath._dispatch import merge_ragged_rows
 
-    for runs, value in ((3, None), (8, np.int32), (8, np.int64)):
-        lengths = rng.integers(0, 20000, (2, runs)).astype(np.int32)
-        starts = np.cumsum(lengths + 5, axis=1).astype(np.int32) - lengths - 5
-        span = int((starts[:, -1] + lengths[:, -1]).max()) + 11
-        x = rng.integers(0, 500, (2, span)).astype(np.int32)
-        for row in range(2):
-            for s, n in zip(starts[row], lengths[row], strict=True):
-                x[row, s:s + n] = np.sort(x[row, s:s + n])
-        out_length = int(lengths.sum(1).min())  # (the longer row's merge is cut there)
-        leaves = [] if value is None else [np.arange(x.size).reshape(x.shape).astype(value)]
-        keys, _ = merge_ragged_rows(x, starts, lengths, leaves, out_length=out_length,
-                                    descending=False)
-        row = int(np.argmin(lengths.sum(1)))
-        want = np.sort(np.concatenate([x[row, s:s + n] for s, n in
-                                       zip(starts[row], lengths[row], strict=True)]))
-        check(keys[row], want, f"ragged merge {runs} runs")
-    bad = np.array([[-7, 30, 10**6]], np.int32)  # starts and lengths clamped into the row
-    jax.block_until_ready(merge_ragged_rows(np.sort(x[:1], -1), bad, bad, [], out_length=500,
-                                            descending=True))
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for runs, key, value in ((3, np.int32, None), (8, np.int32, np.int32),
+                                 (8, np.int64, np.int64)):
+            lengths = rng.integers(0, 20000, (2, runs)).astype(np.int32)
+            order = rng.permutation(runs)  # run order[i] is the i-th in the row
+            starts = np.zeros_like(lengths)
+            starts[:, order] = np.cumsum(lengths[:, order] + 5, axis=1) - lengths[:, order] - 5
+            span = int((starts + lengths).max()) + 11
+            x = rng.integers(0, 500, (2, span)).astype(key)
+            for row in range(2):
+                for s, n in zip(starts[row], lengths[row], strict=True):
+                    x[row, s:s + n] = np.sort(x[row, s:s + n])
+            out_length = int(lengths.sum(1).min())  # (the longer row's merge is cut there)
+            v = np.arange(x.size).reshape(x.shape).astype(value or np.int32)
+            keys, moved = merge_ragged_rows(x, starts, lengths, [] if value is None else [v],
+                                            out_length=out_length, descending=False)
+            row = int(np.argmin(lengths.sum(1)))
+            pos = np.concatenate([np.arange(s, s + n) for s, n in
+                                  zip(starts[row], lengths[row], strict=True)])
+            pos = pos[np.argsort(x[row, pos], kind="stable")]
+            check(keys[row], x[row, pos], f"ragged merge {runs} runs")
+            if value is not None:
+                check(moved[0][row], v[row, pos], f"ragged merge {runs} runs, values")
+        bad = np.array([[-7, 30, 10**6]], np.int32)  # starts and lengths clamped into the row
+        jax.block_until_ready(merge_ragged_rows(np.sort(x[:1], -1), bad, bad, [],
+                                                out_length=500, descending=True))
+    finally:
+        jax.config.update("jax_enable_x64", x64)
 
 
 def radix_cases(rng: np.random.Generator) -> None:

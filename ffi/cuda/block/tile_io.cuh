@@ -102,8 +102,8 @@ __device__ __forceinline__ void wait_async_copies() {
 }
 
 // Element e of a shared array at `to` (its shared address; `stage` the same array) from `from`:
-// cp.async for 4 and 8 bytes, a plain load and store for smaller elements (shapes that are
-// compiled but never take the paths that copy this way).
+// cp.async for 4 and 8 bytes, a plain load and store for smaller elements (the ragged merge's
+// 1- and 2-byte keys; the sort's passes never copy them so).
 template <typename T>
 __device__ __forceinline__ void copy_element(uint32_t to, T* stage, int e, const T* from) {
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {

@@ -6,16 +6,17 @@
 //      (no samples, no earlier launch; k_way_co_rank_lanes, merge_path.h's k_way_split a lane a
 //      run): eight int32 a boundary in the workspace;
 //   2. eight_way_merge_kernel: one block per tile copies its eight exact ranges into shared
-//      memory (tile_io.cuh: packed; 4-byte keys alone, which only the sweep runs, in 16-byte
-//      chunks), merges them pairwise in place (each level's outputs padded to whole threads:
+//      memory (tile_io.cuh: packed; 4-byte keys alone, which the ragged merge and the sweep run,
+//      in 16-byte chunks), merges them pairwise in place (each level's outputs padded to whole threads:
 //      four groups, then two), then the last two into registers (block_merge.cuh
 //      merge_full_sorted every time), and stores through shared memory like the quad pass
 //      (block_merge.cuh store_tile_outputs).
 // Ties go to the earlier run at every level: stable. A tile holds (threads - 3) x items outputs
 // (three pads at the first level). tuning/sort.h says which passes are eight-way (sort_pass_factor)
-// and with which shape (eight_way_shape). Sort passes only: runs sorted by the block sort or an
+// and with which shape (eight_way_shape). Sort passes: runs sorted by the block sort or an
 // earlier pass, every key valid, payload none or a value. Rows flagged sorted (layout.row_done)
-// have empty groups.
+// have empty groups. The tile merge (eight_way_merge_tile) also serves the ragged merge
+// (ragged_merge.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,7 +44,8 @@ __device__ __forceinline__ int64_t eight_way_run_length(int64_t total, int64_t w
 }
 
 // The sum of v over the `width` lanes of this lane's group (a power of two).
-__device__ __forceinline__ int32_t group_sum(int32_t v, int width) {
+template <typename T>
+__device__ __forceinline__ T group_sum(T v, int width) {
   for (int step = 1; step < width; step <<= 1) v += __shfl_xor_sync(0xffffffffu, v, step, width);
   return v;
 }

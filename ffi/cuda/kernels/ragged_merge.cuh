@@ -7,7 +7,8 @@
 //   2. ragged_merge_kernel: one block a tile merges its eight ranges (eight_way_merge_tile) into
 //      the row's outputs.
 // Ties go to the earlier run: stable. Tiles cover out_length outputs a row; a row whose lengths
-// sum to less leaves its tail unwritten (its tiles there have no ranges).
+// sum to less leaves its tail unwritten (its tiles there have no ranges). Runs are sorted and
+// disjoint (call_args.h), so a row's lengths sum to at most its span, under 2^31.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,10 +37,7 @@ __global__ void __launch_bounds__(kEightWayPartitionThreads)
   // (int32: a row's span is under 2^31, checked at launch, so is a run; their sum is summed in
   // 64 bits)
   const auto len = static_cast<int32_t>(run_r.length);
-  int64_t sum = len;
-  for (int step = 1; step < kEightWayRuns; step <<= 1) {
-    sum += __shfl_xor_sync(0xffffffffu, sum, step, kEightWayRuns);
-  }
+  const int64_t sum = group_sum(int64_t{len}, kEightWayRuns);
   const int64_t outputs = sum < call.out_length ? sum : call.out_length;
   const int32_t d = static_cast<int32_t>(tile_diagonal(t, tile, outputs));
   const Bits* run = static_cast<const Bits*>(call.x) + row * call.span + run_r.start;

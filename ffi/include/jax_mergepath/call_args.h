@@ -127,9 +127,11 @@ inline MergeCall multiway_call(const MergeCall& pairs, int runs) {
 // sharded sort's received pieces, in chunks or placed one after another): x is (rows, span);
 // run r of a row is x[row, start : start + length], start = starts[row, r] clamped to [0, span]
 // and length = lengths[row, r] clamped to [0, span - start]. out (rows, out_length) gets their
-// stable merge (ties: the earlier run first) and out_values the values (value_bytes 4 or 8,
-// laid out as x; 0: none) moved with their keys. A row's lengths sum to out_length; past a
-// shorter sum the outputs are left unwritten, past a longer one the merge is cut.
+// stable merge (ties: the earlier run first, whatever the runs' places in the row) and
+// out_values the values (value_bytes 4 or 8, laid out as x; 0: none) moved with their keys.
+// Preconditions (the callers' runs are slices of sorted shards): each run sorted in the
+// directed order, the runs disjoint, a row's lengths summing to out_length (past a shorter sum
+// the outputs are left unwritten, past a longer one the merge is cut).
 inline constexpr int kRaggedRuns = 8;
 
 struct RaggedMergeCall {

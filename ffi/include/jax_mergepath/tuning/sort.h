@@ -154,7 +154,7 @@ struct EightWayPolicy : TilePolicy<eight_way_shape(kKeyBytes, kPayloadBytes).thr
 // it has them; 4-byte keys alone 256 x 25 at 3 blocks (the sort's eight-way sweep measured it
 // best for them, docs/performance.md "Open"); else 15 items for elements of up to 4 bytes, 11
 // with 4-byte values and 7 with 8-byte values (the block's static shared memory, under 48 KiB:
-// 8 + 8 bytes at 7 items take 46.4 KiB).
+// 8 + 8 bytes at 7 items take 31.4 KiB; not swept).
 constexpr MultiwayShape ragged_merge_shape(int key_bytes, int payload_bytes) {
   const int element_bytes = key_bytes + payload_bytes;
   const int threads = 256;
