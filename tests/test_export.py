@@ -23,7 +23,7 @@ from jax_mergepath._primitives import Payload
 pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 
 TARGETS = {"jmp_merge", "jmp_co_rank", "jmp_is_sorted", "jmp_sort", "jmp_searchsorted",
-           "jmp_top_k"}
+           "jmp_top_k", "jmp_merge_ragged"}
 CHECKS = jmp.export_disabled_checks()
 
 # Values for the dimension variables: the first also shapes the concrete export; the symbolic
