@@ -15,7 +15,6 @@ along (argsort's positions); with --trace, each way's kernel time and largest ke
 from __future__ import annotations
 
 import argparse
-import time
 from types import SimpleNamespace
 
 import jax
@@ -26,16 +25,7 @@ from jax_mergepath._dispatch import merge_by_key_rows, merge_ragged_rows, sort_r
 from jax_mergepath._primitives import Payload
 from jax_mergepath._sharded.exchange import exchange_chunk
 from perf.bench.trace import named_jit, traced
-
-
-def timed(f, *args, reps: int) -> float:
-    """Seconds a call of f(*args): back-to-back calls, blocked once."""
-    jax.block_until_ready(f(*args))
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        out = f(*args)
-    jax.block_until_ready(out)
-    return (time.perf_counter() - t0) / reps
+from perf.sharded_bench import timed
 
 
 def received(n: int, g: int, dtype, values: bool):

@@ -230,21 +230,18 @@ void ragged_merge_batch(const RaggedMergeCall& call) {
           kValues ? static_cast<const Value*>(call.values) + row * call.span : nullptr;
       Value* v_out =
           kValues ? static_cast<Value*>(call.out_values) + row * call.out_length + d0 : nullptr;
+      Bits head[K];  // each run's next order key (valid while at[r] < len[r])
+      for (int r = 0; r < K; ++r) head[r] = at[r] < len[r] ? order(x[first[r] + at[r]]) : 0;
       for (int64_t o = 0; o < d1 - d0; ++o) {
         int best = -1;
-        Bits best_key = 0;
         for (int r = 0; r < K; ++r) {
-          if (at[r] == len[r]) continue;
-          const Bits key = order(x[first[r] + at[r]]);
-          if (best < 0 || key < best_key) {
-            best = r;
-            best_key = key;
-          }
+          if (at[r] < len[r] && (best < 0 || head[r] < head[best])) best = r;
         }
         if (best < 0) break;  // (the runs hold fewer than the piece: unsorted, overlapping)
         const int64_t from = first[best] + at[best]++;
         out[o] = x[from];
         if constexpr (kValues) v_out[o] = v[from];
+        if (at[best] < len[best]) head[best] = order(x[from + 1]);  // (only its head moved)
       }
     }
   });

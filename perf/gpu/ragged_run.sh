@@ -10,13 +10,8 @@
 #   ragged_bench.txt   python -m perf.received_runs_bench --log2 28 --trace, keys alone and with
 #                      int32 values: the ragged merge against the pairwise levels and the sort
 # Env: RAGGED_SKIP_SUITE / _BENCH; RAGGED_TEST_WORKERS (pytest-xdist processes, default 14).
-set -uo pipefail
-out="${OUT:-gpu-logs}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
-cd "$(dirname "$0")/../.."  # the repository root
-export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-status=0
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
-bash perf/gpu/install.sh > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# shellcheck source=run_prologue.sh
+source "$(dirname "$0")/run_prologue.sh"  # out, repo (the working directory), the install, status=0
 workers="${RAGGED_TEST_WORKERS:-14}"
 echo "== ragged tests"
 (cd tests && timeout 180 python3 -m pytest -q -rf -p no:cacheprovider -n "$workers" \

@@ -1,5 +1,5 @@
-# run_prologue.sh: the opening of a one-call GPU run script (examples_run.sh), sourced by it:
-# logs go to $OUT (or ./gpu-logs), made absolute in `out`; `repo` is the repository root and
+# run_prologue.sh: the opening of a one-call GPU run script (examples_run.sh, ragged_run.sh),
+# sourced by it: logs go to $OUT (or ./gpu-logs), made absolute in `out`; `repo` is the repository root and
 # the working directory (Python runs perf's scripts and `-m perf.bench` from there; pytest from
 # tests/, where the unbuilt source package is not on sys.path); the GPU's name to $out/gpu.txt;
 # jax_mergepath installed (install.sh: the carried wheel, or a build), exiting on failure;
