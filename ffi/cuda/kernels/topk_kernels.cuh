@@ -90,6 +90,18 @@ __device__ void warp_find_digit(const Bin& bin, int remaining, BlockScalars& sc)
   }
 }
 
+// hist[bin] += 1 for each lane of the warp with take, one shared atomic for the lanes that share
+// a bin: keys of few distinct digits (ties, all-equal keys, a narrow distribution's exponents)
+// would otherwise serialize a warp's atomics on one address. Every lane of the warp calls it.
+__device__ __forceinline__ void warp_histogram_add(int* hist, bool take, unsigned bin) {
+  const unsigned takers = __ballot_sync(kFullMask, take);
+  if (takers == 0) return;
+  const unsigned peers = __match_any_sync(kFullMask, take ? bin : ~0u) & takers;
+  if (take && (threadIdx.x & 31u) == static_cast<unsigned>(__ffs(peers) - 1)) {
+    atomicAdd(&hist[bin], __popc(peers));
+  }
+}
+
 // The digit of kBits at `shift` (width bits: the last digit of a key may be narrower).
 template <typename Bits>
 __device__ __forceinline__ Bits digit_mask(int width) {
@@ -121,9 +133,11 @@ __device__ void block_radix_select(int64_t count, int k, const KeyAt& key_at, in
     const Bits dmask = digit_mask<Bits>(width);
     for (int b = threadIdx.x; b < kBins; b += kThreads) hist[b] = 0;
     __syncthreads();
-    for (int64_t p = threadIdx.x; p < count; p += kThreads) {
-      const Bits u = key_at(p);
-      if ((u & above_mask) == prefix) atomicAdd(&hist[(u >> shift) & dmask], 1);
+    for (int64_t base = 0; base < count; base += kThreads) {  // (warp-uniform rounds)
+      const int64_t p = base + threadIdx.x;
+      const Bits u = p < count ? key_at(p) : Bits(0);
+      warp_histogram_add(hist, p < count && (u & above_mask) == prefix,
+                         static_cast<unsigned>((u >> shift) & dmask));
     }
     __syncthreads();
     if (threadIdx.x < 32) warp_find_digit<kBins>([&](int b) { return hist[b]; }, remaining, sc);
@@ -742,9 +756,8 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
       load_tile(x, call.length, tile, order, u, valid);
 #pragma unroll
       for (int i = 0; i < kTopkFilterItems; ++i) {
-        if (valid[i] && (u[i] & above_mask) == prefix) {
-          atomicAdd(&hist[(u[i] >> shift) & dmask], 1);
-        }
+        warp_histogram_add(hist, valid[i] && (u[i] & above_mask) == prefix,
+                           static_cast<unsigned>((u[i] >> shift) & dmask));
       }
     }
     __syncthreads();
