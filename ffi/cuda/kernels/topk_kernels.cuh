@@ -133,11 +133,9 @@ __device__ void block_radix_select(int64_t count, int k, const KeyAt& key_at, in
     const Bits dmask = digit_mask<Bits>(width);
     for (int b = threadIdx.x; b < kBins; b += kThreads) hist[b] = 0;
     __syncthreads();
-    for (int64_t base = 0; base < count; base += kThreads) {  // (warp-uniform rounds)
-      const int64_t p = base + threadIdx.x;
-      const Bits u = p < count ? key_at(p) : Bits(0);
-      warp_histogram_add(hist, p < count && (u & above_mask) == prefix,
-                         static_cast<unsigned>((u >> shift) & dmask));
+    for (int64_t p = threadIdx.x; p < count; p += kThreads) {
+      const Bits u = key_at(p);
+      if ((u & above_mask) == prefix) atomicAdd(&hist[(u >> shift) & dmask], 1);
     }
     __syncthreads();
     if (threadIdx.x < 32) warp_find_digit<kBins>([&](int b) { return hist[b]; }, remaining, sc);
