@@ -290,3 +290,25 @@ def test_heavy_ties_at_the_top_of_long_rows(route, dtype, share, rng):
     want = ref_top_k(x, 1000)
     assert_bits_equal(got[1], want[1], f"indices {route}")
     assert_bits_equal(got[0], want[0], f"values {route}")
+
+
+@pytest.mark.parametrize("route", ["auto", "kernel:grid"])
+@pytest.mark.parametrize(("k", "above"), [(1000, 0), (1000, 500), (10, 100)])
+def test_ties_at_the_sampled_threshold(route, k, above, rng):
+    # one value v repeated n / 64 times, `above` distinct keys larger, the rest smaller: the
+    # sampled threshold lands on v and the candidates pass the grid row's capacity, so the
+    # grid's exact path runs its probe: fewer than k keys above v settle the k-th key as v
+    # (with no key above, the tie count is skipped too); k or more above (k 10, 100 above) take
+    # the radix passes
+    n = 1 << 22
+    x = rng.uniform(-1.0, 0.5, n).astype(np.float32)
+    x[rng.random(n) < 1.0 / 64] = 0.75
+    x[rng.choice(n, above, replace=False)] = rng.uniform(1.0, 2.0, above).astype(np.float32)
+    want = ref_top_k(x, k)
+    got = _run(lambda x: jmp.top_k(x, k), x, _gpu(), route)
+    assert_bits_equal(got[1], want[1], f"indices {route}")
+    assert_bits_equal(got[0], want[0], f"values {route}")
+    # smallest first of the negated keys: the same selection
+    got = _run(lambda x: jmp.top_k(x, k, largest=False), -x, _gpu(), route)
+    assert_bits_equal(got[1], want[1], f"indices {route} smallest first")
+    assert_bits_equal(got[0], -want[0], f"values {route} smallest first")

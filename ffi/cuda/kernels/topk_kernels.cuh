@@ -6,8 +6,9 @@
 //     by (order key descending, index ascending));
 //   * topk_rows_kernel: block_topk, a block a row (the block strategy);
 //   * the grid of a long row: topk_sample_kernel, topk_filter_kernel, topk_decide_kernel, the
-//     exact path's topk_radix_pass_kernel, topk_tie_count_kernel, topk_tie_scan_kernel,
-//     topk_tie_write_kernel (they return at once for rows that do not need it), then
+//     exact path's topk_probe_kernel, topk_radix_pass_kernel, topk_tie_count_kernel,
+//     topk_tie_scan_kernel, topk_tie_write_kernel (they return at once for rows that do not
+//     need it), then
 //     topk_final_kernel (block_topk over the candidates) or topk_compose_kernel, the merge sort
 //     and topk_emit_kernel.
 // Order keys are made as keys load (TopkOrder::key); values are written as the keys' own bits,
@@ -589,6 +590,8 @@ __global__ void __launch_bounds__(kTopkSampleThreads)
     st.above = 0;
     st.ticket = 0;
     st.filtered = 0;
+    st.greater = 0;
+    st.settled = 0;
   }
   for (int b = threadIdx.x; b < (1 << kTopkRadixBits); b += kTopkSampleThreads) st.hist[b] = 0;
 }
@@ -728,6 +731,67 @@ __device__ __forceinline__ int64_t first_row(int64_t per_row) { return blockIdx.
 __device__ __forceinline__ int64_t row_step(int64_t per_row) { return gridDim.x / per_row; }
 __device__ __forceinline__ int64_t first_tile(int64_t per_row) { return blockIdx.x % per_row; }
 
+// 3b. The flagged rows with more keys >= T than the capacity (T is at most their k-th key): a
+// read counting the keys above T, and each tile's keys equal to it (tile_ties). Fewer than k
+// above: the k-th key is T itself (ties at the top: equal keys, a few distinct values, a coarse
+// distribution such as bfloat16 normals), and the row's last block settles it (prefix T, need k
+// - above): the radix passes skip the row, and so does the tie count when no key is above T
+// (the tiles' tie counts are this kernel's).
+template <typename Bits>
+__global__ void __launch_bounds__(kTopkFilterThreads)
+    topk_probe_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g, int64_t per_row) {
+  grid_prologue();
+  __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
+  __shared__ int block_above;
+  __shared__ int last;
+  for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
+    TopkRowState& st = g.states[row];
+    if (!st.exact || st.count < call.k) continue;  // (uniform; fewer than k: T is too high)
+    const Bits threshold = static_cast<Bits>(st.threshold);
+    const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
+    int32_t* ties = g.tile_ties + row * g.tiles;
+    if (threadIdx.x == 0) block_above = 0;
+    __syncthreads();
+    int above = 0;
+    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
+      Bits u[kTopkFilterItems];
+      bool valid[kTopkFilterItems];
+      load_tile(x, call.length, tile, order, u, valid);
+      int equal = 0;
+#pragma unroll
+      for (int i = 0; i < kTopkFilterItems; ++i) {
+        above += valid[i] && u[i] > threshold;
+        equal += valid[i] && u[i] == threshold;
+      }
+      int total = 0;
+      block_exclusive_sum<int, kTopkFilterThreads>(equal, total, scan);
+      if (threadIdx.x == 0) ties[tile] = total;
+      __syncthreads();  // (the scan's storage)
+    }
+    const int warp_above = warp_inclusive_sum(above);  // (lane 31: the warp's)
+    if ((threadIdx.x & 31u) == 31u && warp_above != 0) atomicAdd(&block_above, warp_above);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_above != 0) atomicAdd(&st.greater, block_above);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      last = atomicAdd(&st.ticket, 1) == static_cast<int>(per_row) - 1 ? 1 : 0;
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+      __threadfence();
+      const int greater = *static_cast<volatile int*>(&st.greater);
+      if (greater < call.k) {
+        st.prefix = st.threshold;
+        st.need = static_cast<int32_t>(call.k) - greater;
+        st.settled = 1;
+      }
+      st.ticket = 0;
+    }
+    __syncthreads();
+  }
+}
+
 // 4. One radix pass of kTopkRadixBits at `shift` (width bits) over the flagged rows: the
 // block's histogram of the keys matching the prefix, added to the row's; the row's last block
 // picks the digit (the row's histogram and ticket reset for the next pass).
@@ -743,7 +807,7 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   const Bits dmask = digit_mask<Bits>(width);
   for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
     TopkRowState& st = g.states[row];
-    if (!st.exact) continue;
+    if (!st.exact || st.settled) continue;
     const Bits prefix = static_cast<Bits>(st.prefix);
     for (int b = threadIdx.x; b < kBins; b += kTopkFilterThreads) hist[b] = 0;
     __syncthreads();
@@ -828,6 +892,7 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
   __shared__ int first;
   each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
+    if (r.st.settled && r.st.greater == 0) return;  // (uniform: the probe counted the ties)
     const Bits kth = r.kth;
     for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
       Bits u[kTopkFilterItems];

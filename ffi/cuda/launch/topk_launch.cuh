@@ -214,6 +214,10 @@ cudaError_t launch_grid_strategy(const TopkCall& call, TopkOrder<Bits> order, un
   auto launch_fallback = [&](auto* kernel, auto... args) {
     return launch_kernel(kernel, fallback_blocks, kTopkFilterThreads, stream, args...);
   };
+  if (cudaError_t err = launch_fallback(topk_probe_kernel<Bits>, call, order, g, per_row);
+      err != cudaSuccess) {
+    return err;
+  }
   constexpr int kWidth = 8 * int(sizeof(Bits));
   for (int top = kWidth; top > 0; top -= kTopkRadixBits) {
     const int shift = top > kTopkRadixBits ? top - kTopkRadixBits : 0;

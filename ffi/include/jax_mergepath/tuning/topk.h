@@ -220,9 +220,11 @@ JMP_HD TopkRegsShape topk_regs_shape(int64_t k, int64_t length) {
 //      the capacity, topk_grid_capacity; the count goes on past it);
 //   3. topk_decide_kernel: the exact path for rows with fewer than k candidates or more than
 //      the capacity (its kernels read the row's flag and return at once otherwise: no host
-//      sync, graph-safe): radix passes of kTopkRadixBits over the row (a block's histogram
-//      added to the row's, the last block picks the digit), then the keys above the k-th and,
-//      in index order, the first ties (a count a tile, a scan, the writes): exactly k;
+//      sync, graph-safe): for a row past the capacity, a read counting the keys above T
+//      (fewer than k: T is the k-th key, ties at the top, and the radix passes skip the row);
+//      else radix passes of kTopkRadixBits over the row (a block's histogram added to the
+//      row's, the last block picks the digit); then the keys above the k-th and, in index
+//      order, the first ties (a count a tile, a scan, the writes): exactly k;
 //   4. the candidates' order: k <= kTopkFinalMaxK: topk_final_kernel, block_topk over the
 //      candidates (a block a row); larger k: the candidates as (order key, index) composites
 //      sorted by the package's merge sort (sort_cuda), then the first k (8-byte keys: sorted by
@@ -237,7 +239,14 @@ inline constexpr int kTopkFilterThreads = 256;
 inline constexpr int kTopkFilterItems = 16;
 inline constexpr int64_t kTopkTile = int64_t{kTopkFilterThreads} * kTopkFilterItems;
 inline constexpr int kTopkRadixBits = 11;
-inline constexpr int kTopkFinalThreads = 512;
+// The candidates' block (topk_final_kernel): whole warps, at most 1024 (a -D override on a
+// sweep's nvcc line: perf/sweeps/topk_sweep.cu).
+#ifndef JMP_TOPK_FINAL_THREADS
+#define JMP_TOPK_FINAL_THREADS 512
+#endif
+inline constexpr int kTopkFinalThreads = JMP_TOPK_FINAL_THREADS;
+static_assert(kTopkFinalThreads % 32 == 0 && kTopkFinalThreads <= 1024,
+              "kTopkFinalThreads: whole warps, at most 1024");
 inline constexpr int64_t kTopkFinalMaxK = kTopkBlockMaxCap / 4;
 inline constexpr int kTopkFallbackBlocksPerSm = 4;
 
@@ -345,7 +354,8 @@ struct TopkRowState {
   int32_t above;       // exact path: keys above the k-th written so far
   int32_t ticket;      // exact path: the row's blocks done with the current radix pass
   int32_t filtered;    // stream filter: its blocks done (row 0's state holds the grid's)
-  int32_t padding[2];
+  int32_t greater;     // exact path, rows past the capacity: keys above the threshold
+  int32_t settled;     // exact path: 1 when the k-th key is the threshold (no radix passes)
   int32_t hist[1 << kTopkRadixBits];
 };
 
