@@ -239,10 +239,11 @@ inline constexpr int kTopkFilterThreads = 256;
 inline constexpr int kTopkFilterItems = 16;
 inline constexpr int64_t kTopkTile = int64_t{kTopkFilterThreads} * kTopkFilterItems;
 inline constexpr int kTopkRadixBits = 11;
-// The candidates' block (topk_final_kernel): whole warps, at most 1024 (a -D override on a
-// sweep's nvcc line: perf/sweeps/topk_sweep.cu).
+// The candidates' block (topk_final_kernel): whole warps, at most 1024; its bitonic sort of the
+// survivors is a chain of barriers, fewer pairs a thread a stage with more threads. Measured with
+// perf/sweeps/topk_sweep.cu (-D JMP_TOPK_FINAL_THREADS=...; docs/performance.md, "Top-k").
 #ifndef JMP_TOPK_FINAL_THREADS
-#define JMP_TOPK_FINAL_THREADS 512
+#define JMP_TOPK_FINAL_THREADS 1024
 #endif
 inline constexpr int kTopkFinalThreads = JMP_TOPK_FINAL_THREADS;
 static_assert(kTopkFinalThreads % 32 == 0 && kTopkFinalThreads <= 1024,
