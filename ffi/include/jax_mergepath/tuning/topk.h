@@ -176,13 +176,18 @@ inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
 inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
 inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
 // Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte
-// keys capped so that 1024 threads an SM fit (64 a thread), 8-byte keys 768 (85). Measured on an
-// H200 with the warp-sorted threshold (16384 x 4096 k 32, the kernel): bfloat16 264 us at the
-// compiler's 75 registers, 209 us at 64; float64 567 us at 108, 406 us at 78; float32 171 us at
-// its own 48, 194 us at 56 under the cap of 64 (so 4-byte keys, and 1-byte, uncapped). Warp groups
-// uncapped (a cap of 64 spills 2-byte keys' 16 a thread).
-inline constexpr int kTopkRegsThreadsPerSm2 = 1024;
-inline constexpr int kTopkRegsThreadsPerSm8 = 768;
+// keys capped so that 1536 threads an SM fit (40 a thread), 8-byte keys 1024 (64): more rows in
+// flight beat the spills the caps cost. Measured with perf/sweeps/topk_sweep.cu on an H200
+// (16384 x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64 spills
+// 2-byte keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
+#ifndef JMP_TOPK_REGS_THREADS_PER_SM2
+#define JMP_TOPK_REGS_THREADS_PER_SM2 1536
+#endif
+#ifndef JMP_TOPK_REGS_THREADS_PER_SM8
+#define JMP_TOPK_REGS_THREADS_PER_SM8 1024
+#endif
+inline constexpr int kTopkRegsThreadsPerSm2 = JMP_TOPK_REGS_THREADS_PER_SM2;
+inline constexpr int kTopkRegsThreadsPerSm8 = JMP_TOPK_REGS_THREADS_PER_SM8;
 
 constexpr int topk_regs_block_groups_per_sm(int key_bytes, int group) {
   const int threads =
