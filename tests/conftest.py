@@ -31,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # The tiers (docs/extending.md "Tests"): every test file says which it is in, by a module-level
 # `pytestmark` holding exactly one of these markers (declared in pyproject.toml):
 # - fast: the README's test command, `pytest -n 2 -m "not slow"` (one file a function family at
-#   its core plus the argument, export, tuning and docstring checks: about 80 s with 2 xdist
+#   its core plus the argument, export, tuning and docstring checks: about 90 s with 2 xdist
 #   workers on 2 cores, 2 minutes in one process; a test inside may carry `slow` itself);
 # - slow: the full tier, which `.ci/run` runs after it (`-m slow`);
 # - requires_gpu: GPU-only files, skipped without a GPU; `python tests/gpu_suite.py` runs them

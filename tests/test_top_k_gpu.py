@@ -312,3 +312,22 @@ def test_ties_at_the_sampled_threshold(route, k, above, rng):
     got = _run(lambda x: jmp.top_k(x, k, largest=False), -x, _gpu(), route)
     assert_bits_equal(got[1], want[1], f"indices {route} smallest first")
     assert_bits_equal(got[0], -want[0], f"values {route} smallest first")
+
+
+@pytest.mark.parametrize("route", ["auto", "kernel:grid"])
+@pytest.mark.parametrize("k", [1000, 2000])
+def test_rows_of_every_exact_path_in_one_call(route, k, rng):
+    # four rows of one call, each its own way through the grid (per-row state): v repeated
+    # n / 64 times with no key above it (settled, the tie count skipped), 500 above (settled),
+    # 3000 above (k or more: the radix passes), and distinct keys (no exact path); k 2000 orders
+    # the candidates by the merge sort
+    n = 1 << 20
+    x = rng.uniform(-1.0, 0.5, (4, n)).astype(np.float32)
+    for row, above in ((0, 0), (1, 500), (2, 3000)):
+        x[row, rng.random(n) < 1.0 / 64] = 0.75
+        x[row, rng.choice(n, above, replace=False)] = rng.uniform(1.0, 2.0, above)
+    got = _run(lambda x: jmp.top_k(x, k), x, _gpu(), route)
+    want = ref_top_k(x, k)
+    assert_bits_equal(got[1], want[1], f"indices {route}")
+    assert_bits_equal(got[0], want[0], f"values {route}")
+

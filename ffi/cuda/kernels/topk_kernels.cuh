@@ -8,9 +8,8 @@
 //   * the grid of a long row: topk_sample_kernel, topk_filter_kernel, topk_decide_kernel, the
 //     exact path's topk_probe_kernel, topk_radix_pass_kernel, topk_tie_count_kernel,
 //     topk_tie_scan_kernel, topk_tie_write_kernel (they return at once for rows that do not
-//     need it), then
-//     topk_final_kernel (block_topk over the candidates) or topk_compose_kernel, the merge sort
-//     and topk_emit_kernel.
+//     need it), then topk_final_kernel (block_topk over the candidates) or topk_compose_kernel,
+//     the merge sort and topk_emit_kernel.
 // Order keys are made as keys load (TopkOrder::key); values are written as the keys' own bits,
 // read at the result's indices. Every kernel starts with grid_prologue() (grid_launch.cuh).
 #pragma once
@@ -88,18 +87,6 @@ __device__ void warp_find_digit(const Bin& bin, int remaining, BlockScalars& sc)
     }
     sc.digit = digit;
     sc.above = before;
-  }
-}
-
-// hist[bin] += 1 for each lane of the warp with take, one shared atomic for the lanes that share
-// a bin: keys of few distinct digits (ties, all-equal keys, a narrow distribution's exponents)
-// would otherwise serialize a warp's atomics on one address. Every lane of the warp calls it.
-__device__ __forceinline__ void warp_histogram_add(int* hist, bool take, unsigned bin) {
-  const unsigned takers = __ballot_sync(kFullMask, take);
-  if (takers == 0) return;
-  const unsigned peers = __match_any_sync(kFullMask, take ? bin : ~0u) & takers;
-  if (take && (threadIdx.x & 31u) == static_cast<unsigned>(__ffs(peers) - 1)) {
-    atomicAdd(&hist[bin], __popc(peers));
   }
 }
 
@@ -746,7 +733,8 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   __shared__ int last;
   for (int64_t row = first_row(per_row); row < call.rows; row += row_step(per_row)) {
     TopkRowState& st = g.states[row];
-    if (!st.exact || st.count < call.k) continue;  // (uniform; fewer than k: T is too high)
+    // (uniform) the other flagged rows have fewer than k keys >= T: T is above their k-th key
+    if (!st.exact || st.count <= g.capacity) continue;
     const Bits threshold = static_cast<Bits>(st.threshold);
     const Bits* x = static_cast<const Bits*>(call.keys) + row * call.length;
     int32_t* ties = g.tile_ties + row * g.tiles;
@@ -818,8 +806,9 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
       load_tile(x, call.length, tile, order, u, valid);
 #pragma unroll
       for (int i = 0; i < kTopkFilterItems; ++i) {
-        warp_histogram_add(hist, valid[i] && (u[i] & above_mask) == prefix,
-                           static_cast<unsigned>((u[i] >> shift) & dmask));
+        if (valid[i] && (u[i] & above_mask) == prefix) {
+          atomicAdd(&hist[(u[i] >> shift) & dmask], 1);
+        }
       }
     }
     __syncthreads();
@@ -892,7 +881,9 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
   __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
   __shared__ int first;
   each_flagged_row(call, g, per_row, [&](const FlaggedRow<Bits>& r) {
-    if (r.st.settled && r.st.greater == 0) return;  // (uniform: the probe counted the ties)
+    // (uniform) a settled row with no key above T: the probe counted the tiles' ties; with
+    // keys above T this kernel writes them and counts the same ties again
+    if (r.st.settled && r.st.greater == 0) return;
     const Bits kth = r.kth;
     for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
       Bits u[kTopkFilterItems];
