@@ -330,4 +330,3 @@ def test_rows_of_every_exact_path_in_one_call(route, k, rng):
     want = ref_top_k(x, k)
     assert_bits_equal(got[1], want[1], f"indices {route}")
     assert_bits_equal(got[0], want[0], f"values {route}")
-
