@@ -330,3 +330,20 @@ def test_rows_of_every_exact_path_in_one_call(route, k, rng):
     want = ref_top_k(x, k)
     assert_bits_equal(got[1], want[1], f"indices {route}")
     assert_bits_equal(got[0], want[0], f"values {route}")
+
+
+@pytest.mark.parametrize("route", ["auto", "kernel:regs", "kernel:block_vec", "kernel:block"])
+@pytest.mark.parametrize(("rows", "n", "k", "group"), [(64, 512, 8, 32), (16, 4096, 32, 256)])
+def test_ties_below_the_keys_of_one_thread(route, rows, n, k, group, rng):
+    # rows in registers (a group of `group` threads, 16 keys a thread, 4 a load): T is the k-th
+    # largest of the threads' largest keys. Every key is v but 16 larger ones, all the group's
+    # first thread's: T is v, more than 4 k keys are >= T, so the exact path runs, and its check
+    # of T fails (16 >= k keys are above it): the bitwise search finds the k-th. The block
+    # strategies hold more than 2 k candidates and cut them to the k-th and its ties first.
+    x = np.full((rows, n), 0.75, np.float32)
+    first = np.array([(i // 4) * group * 4 + i % 4 for i in range(16)])
+    x[:, first] = rng.uniform(1.0, 2.0, (rows, 16)).astype(np.float32)
+    want = ref_top_k(x, k)
+    got = _run(lambda x: jmp.top_k(x, k), x, _gpu(), route)
+    assert_bits_equal(got[1], want[1], f"indices {route}")
+    assert_bits_equal(got[0], want[0], f"values {route}")

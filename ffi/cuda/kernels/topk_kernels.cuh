@@ -200,6 +200,18 @@ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// This lane's place when `take`: the warp's takers get consecutive places from one atomicAdd on
+// *next by the lowest of them, in lane order. Every lane of the warp calls it.
+__device__ __forceinline__ int warp_claim(bool take, int* next) {
+  const unsigned ballot = __ballot_sync(kFullMask, take);
+  if (ballot == 0u) return 0;
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int leader = __ffs(ballot) - 1;
+  int first = 0;
+  if (lane == leader) first = atomicAdd(next, __popc(ballot));
+  return __shfl_sync(kFullMask, first, leader) + __popc(ballot & ((1u << lane) - 1u));
+}
+
 // Appends this thread's `mine` survivors (its items i < kItems with take(i) true) to a buffer
 // whose next free place is *next (cap places; the count goes on past them): every lane of the
 // warp calls it; the warp's places come from one atomicAdd of its lane 31. write(at, i) stores
@@ -287,9 +299,13 @@ struct BlockBuffers {
 
 // Sorts buf's first `count` pairs (count <= cap, cap a power of two) by (order key descending,
 // index ascending): a bitonic network over the next power of two, padded with pairs that sort
-// last (key 0, index INT32_MAX: a real pair of key 0 has a smaller index).
+// last (key 0, index INT32_MAX: a real pair of key 0 has a smaller index). Pair t of a stage of
+// stride <= 32 compares two places of [64 (t / 32), 64 (t / 32) + 64), and pair t is always
+// thread t % kThreads's (kThreads a multiple of 32): between two such stages every place is one
+// warp's, and a warp barrier orders them; a block barrier precedes and follows a wider stride.
 template <typename Bits, int kThreads>
 __device__ void block_bitonic_sort(const BlockBuffers<Bits>& buf, int count) {
+  static_assert(kThreads % 32 == 0, "whole warps");
   int padded = 1;
   while (padded < count) padded <<= 1;
   for (int p = count + threadIdx.x; p < padded; p += kThreads) {
@@ -312,24 +328,82 @@ __device__ void block_bitonic_sort(const BlockBuffers<Bits>& buf, int count) {
           buf.indices[j] = ii;
         }
       }
-      __syncthreads();
+      const int next = stride > 1 ? stride >> 1 : size;  // (the next stage's stride)
+      if (stride <= 32 && next <= 32 && next < padded) {
+        __syncwarp();
+      } else {
+        __syncthreads();
+      }
     }
   }
 }
 
+// buf's first `count` pairs cut to those whose order key is at least the k-th largest (a radix
+// select of them): exactly the k first and the ties past them, moved to the front in any order;
+// returns how many. A round reads kThreads pairs, then (a barrier later) writes its kept ones at
+// the places a warp's atomic gives, all below the round's end: no pair is written before it is
+// read. Ends with a __syncthreads.
+template <typename Bits, int kThreads>
+__device__ int block_keep_first(const BlockBuffers<Bits>& buf, int count, int k,
+                                BlockScalars& sc) {
+  Bits kth;
+  int unused;
+  block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
+      count, k, [&](int64_t p) { return buf.keys[p]; }, buf.hist, sc, kth, unused);
+  if (threadIdx.x == 0) sc.count = 0;
+  __syncthreads();
+  for (int base = 0; base < count; base += kThreads) {
+    const int p = base + static_cast<int>(threadIdx.x);
+    Bits key = 0;
+    int32_t index = 0;
+    if (p < count) {
+      key = buf.keys[p];
+      index = buf.indices[p];
+    }
+    const bool keep = p < count && key >= kth;
+    const int at = warp_claim(keep, &sc.count);
+    __syncthreads();  // (the round's reads before its writes)
+    if (keep) {
+      buf.keys[at] = key;
+      buf.indices[at] = index;
+    }
+  }
+  __syncthreads();
+  const int kept = sc.count;
+  __syncthreads();  // (sc is written again by the caller)
+  return kept;
+}
+
 // The exact path of a block: the k-th order key by a radix select of the source, then the keys
 // above it (any order) and the `need` keys equal to it of the lowest indices, into buf: exactly k
-// pairs. A source whose positions are its indices (Source::kIndexOrdered: a row) takes its ties in
+// pairs. With `probe` (the caller kept more than its buffer of keys >= threshold, so at least k
+// are): one read counting the keys above the threshold first; fewer than k, and the threshold is
+// the k-th key (ties at the top): no radix select. A source whose positions are its indices (Source::kIndexOrdered: a row) takes its ties in
 // position order, a block scan a round; any other (a grid's candidates, appended in no order)
 // first finds the need-th lowest index among its ties (a radix select of the complemented indices,
 // every other key counted as 0: below every tie, whose complement has the top bit set).
 template <typename Bits, int kThreads, typename Source>
-__device__ void block_exact(const Source& src, int64_t len, int k, const BlockBuffers<Bits>& buf,
-                            BlockScalars& sc, BlockScanStorage<int, kThreads>& scan) {
-  Bits kth;
-  int need;
-  block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
-      len, k, [&](int64_t p) { return src.key(p); }, buf.hist, sc, kth, need);
+__device__ void block_exact(const Source& src, int64_t len, int k, bool probe, Bits threshold,
+                            const BlockBuffers<Bits>& buf, BlockScalars& sc,
+                            BlockScanStorage<int, kThreads>& scan) {
+  Bits kth = threshold;
+  int need = 0;
+  if (probe) {  // (block-uniform)
+    if (threadIdx.x == 0) sc.above = 0;
+    __syncthreads();
+    int mine = 0;
+    for (int64_t p = threadIdx.x; p < len; p += kThreads) mine += src.key(p) > threshold;
+    const int warp_above = warp_inclusive_sum(mine);  // (lane 31: the warp's)
+    if ((threadIdx.x & 31u) == 31u && warp_above > 0) atomicAdd(&sc.above, warp_above);
+    __syncthreads();
+    need = k - sc.above;
+    __syncthreads();  // (sc is written again below)
+    probe = need > 0;
+  }
+  if (!probe) {
+    block_radix_select<Bits, kThreads, kTopkBlockRadixBits>(
+        len, k, [&](int64_t p) { return src.key(p); }, buf.hist, sc, kth, need);
+  }
   const int greater = k - need;
   if constexpr (!Source::kIndexOrdered) {
     uint32_t last_tie;  // the complement of the highest index taken among the ties
@@ -453,7 +527,6 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
     if (threadIdx.x == 0) sc.count = 0;
     __syncthreads();
     const int lane = static_cast<int>(threadIdx.x & 31u);
-    const unsigned lower_lanes = (1u << lane) - 1u;
     if constexpr (kVector) stream_vectors<Bits, kThreads>(src, len, threshold, cap, buf, sc);
     for (int64_t base = 0; !kVector && base < len; base += int64_t{kThreads} * kTopkBlockUnroll) {
       Bits u[kTopkBlockUnroll];
@@ -466,16 +539,10 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
       for (int i = 0; i < kTopkBlockUnroll; ++i) {
         const int64_t p = base + int64_t{i} * kThreads + threadIdx.x;
         const bool take = p < len && u[i] >= threshold;
-        const unsigned ballot = __ballot_sync(kFullMask, take);
-        if (ballot != 0u) {
-          const int leader = __ffs(ballot) - 1;
-          int at = 0;
-          if (lane == leader) at = atomicAdd(&sc.count, __popc(ballot));
-          at = __shfl_sync(kFullMask, at, leader) + __popc(ballot & lower_lanes);
-          if (take && at < cap) {
-            buf.keys[at] = u[i];
-            buf.indices[at] = src.index(p);
-          }
+        const int at = warp_claim(take, &sc.count);
+        if (take && at < cap) {
+          buf.keys[at] = u[i];
+          buf.indices[at] = src.index(p);
         }
       }
       // Past the buffer already: the exact path runs anyway (a warp-uniform exit).
@@ -487,10 +554,11 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
     count = sc.count;
     __syncthreads();
     if (count < k || count > cap) {
-      block_exact<Bits, kThreads>(src, len, k, buf, sc, scan);
+      block_exact<Bits, kThreads>(src, len, k, count > cap, threshold, buf, sc, scan);
       count = k;
     }
   }
+  if (count > kTopkBlockSortFactor * k) count = block_keep_first<Bits, kThreads>(buf, count, k, sc);
   block_bitonic_sort<Bits, kThreads>(buf, count);
   for (int j = threadIdx.x; j < k; j += kThreads) {
     const int32_t index = buf.indices[j];
@@ -503,10 +571,10 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
 // ------------------------------------------------------------------ the block strategy
 
 // A block a row: block_topk of the row (buffer of `cap`, `max_samples` samples); kVector: its
-// vectorized loop (kBlockVec; registers capped for 1024 threads an SM), else the scalar one
-// (kBlock).
+// vectorized loop (kBlockVec; registers capped for kTopkBlockVecThreadsPerSm threads an SM),
+// else the scalar one (kBlock).
 template <typename Bits, int kThreads, bool kVector>
-__global__ void __launch_bounds__(kThreads, kVector ? 1024 / kThreads : 1)
+__global__ void __launch_bounds__(kThreads, kVector ? kTopkBlockVecThreadsPerSm / kThreads : 1)
     topk_rows_kernel(TopkCall call, TopkOrder<Bits> order, int cap, int max_samples) {
   grid_prologue();
   extern __shared__ __align__(16) unsigned char shared[];

@@ -15,9 +15,10 @@
 //      ascending: a total order, so the ranks are distinct) and written at its rank when below
 //      k, its value the key's bits read again at its index;
 //   4. more than kTopkRegsRankFactor x k keys >= T (heavy ties): the exact path: the k-th largest
-//      order key by the same search over every key (group sums of each thread's count), the keys
-//      above it (fewer than k) and the first ties in index order (a group scan of each load's
-//      ties), exactly k pairs, ranked as in 3.
+//      order key (T itself when fewer than k keys are above T, one group sum; else the same
+//      search over every key, group sums of each thread's count), the keys above it (fewer than
+//      k) and the first ties in index order (a group scan of each load's ties), exactly k pairs,
+//      ranked as in 3.
 // Every thread of a group calls every group step (warps: ballots and shuffles of all 32 lanes,
 // __syncwarp; blocks: __syncthreads). The kernel starts with grid_prologue() (grid_launch.cuh).
 #pragma once
@@ -203,6 +204,10 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
   __shared__ Bits cand_keys[kRows][kCap];
   __shared__ int32_t cand_indices[kRows][kCap];
   __shared__ int counts[kRows];
+  // The exact path's check of T (below) for keys up to 4 bytes: with it, 8-byte keys' rows spilled
+  // in their loads (registers capped at 64; 16384 x 4096 k 32 268 -> 317 us, H200).
+  constexpr bool kTiesProbe = sizeof(Bits) < 8;
+  __shared__ Bits thresholds[kTiesProbe ? kRows : 1];
   __shared__ int sums[kGroup / 32];
   __shared__ Bits lists[kGroup == 32 ? 1 : kGroup];  // (block groups: group_kth_of_32)
   __shared__ BlockScanStorage<int, kGroup> scan;
@@ -251,7 +256,10 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
     int mine = 0;
 #pragma unroll
     for (int i = 0; i < kItems; ++i) mine += in_row(i) && u[i] >= threshold;
-    if (t == 0) counts[slot] = 0;
+    if (t == 0) {
+      counts[slot] = 0;
+      if constexpr (kTiesProbe) thresholds[slot] = threshold;
+    }
     group.sync();
     if (mine > 0) {
       int at = atomicAdd(&counts[slot], mine);
@@ -269,13 +277,23 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
     group.sync();
     int count = counts[slot];
     if (count > kTopkRegsRankFactor * k) {
-      // 4. the exact path: the k-th largest key, the keys above it, the first ties
-      const Bits kth = bitwise_kth<Bits>(k, [&](Bits c) {
+      // 4. the exact path: the k-th largest key, the keys above it, the first ties. At least
+      // k keys are >= T, so T is the k-th when fewer than k are above it (ties at the top):
+      // one group sum settles the row (kTiesProbe); else the bitwise search.
+      auto at_least = [&](Bits c) {
         int n = 0;
 #pragma unroll
         for (int i = 0; i < kItems; ++i) n += in_row(i) && u[i] >= c;
         return group.sum(n);
-      });
+      };
+      Bits kth;
+      if constexpr (kTiesProbe) {
+        const Bits tie = thresholds[slot];  // (T from shared memory: no register held for it)
+        kth = tie == Bits(~Bits(0)) || at_least(Bits(tie + 1)) < k ? tie
+                                                                    : bitwise_kth<Bits>(k, at_least);
+      } else {
+        kth = bitwise_kth<Bits>(k, at_least);
+      }
       int above = 0;
 #pragma unroll
       for (int i = 0; i < kItems; ++i) above += in_row(i) && u[i] > kth;

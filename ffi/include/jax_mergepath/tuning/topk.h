@@ -108,7 +108,8 @@ JMP_HD constexpr int64_t topk_pow2_floor(int64_t x) {
 // their r-th largest key T (a radix select in shared memory), the keys >= T appended to a
 // shared-memory buffer of `cap` (order key, index) pairs while the row streams from global memory,
 // then a bitonic sort of them; the exact path (radix select of the row, the keys equal to the k-th
-// taken in index order) when fewer than k or more than cap keys were >= T. A row that fits the
+// taken in index order) when fewer than k or more than cap keys were >= T (more than cap: first a
+// read counting the keys above T; fewer than k, and T is the k-th, no radix select). A row that fits the
 // buffer whole skips the sampling. Threads by row length (topk_block_threads). To be measured: rows
 // 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8.
 inline constexpr int kTopkBlockMinSamples = 64;
@@ -118,6 +119,14 @@ inline constexpr int kTopkBlockMinCap = 64;
 inline constexpr int kTopkBlockMaxCap = 4096;  // 48 KB of 8-byte keys and int32 indices
 inline constexpr int kTopkBlockRadixBits = 8;  // a shared-memory radix select's digit
 inline constexpr int kTopkBlockUnroll = 4;      // keys a thread loads at once as a row streams
+// More than kTopkBlockSortFactor x k pairs kept: a radix select of the k-th among them first
+// cuts them to the k first and their ties, so the bitonic sort orders about k, not all of them
+// (1024 x 65536 k 256: ~768 pairs, the sort of 1024 was a third of the block's instructions).
+// Measured with perf/sweeps/topk_sweep.cu (docs/performance.md, "Top-k").
+#ifndef JMP_TOPK_BLOCK_SORT_FACTOR
+#define JMP_TOPK_BLOCK_SORT_FACTOR 2
+#endif
+inline constexpr int kTopkBlockSortFactor = JMP_TOPK_BLOCK_SORT_FACTOR;
 
 JMP_HD int64_t topk_block_samples(int64_t length) {
   const int64_t every = length / kTopkBlockSampleDivisor;
@@ -138,9 +147,26 @@ JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
   return topk_pow2_ceil(want);
 }
 
-// Threads a block of the rows kernel: 64 up to 1024 keys a row, then 128, 256, 512.
+// Threads a block of the rows kernel: 64 up to 1024 keys a row, then 128, 256, 512, at most
+// kTopkBlockMaxThreads (64, 128, 256 or 512). The vectorized block's registers are capped for
+// kTopkBlockVecThreadsPerSm threads an SM (__launch_bounds__). (-D overrides on a sweep's line.)
+#ifndef JMP_TOPK_BLOCK_MAX_THREADS
+#define JMP_TOPK_BLOCK_MAX_THREADS 512
+#endif
+#ifndef JMP_TOPK_BLOCK_VEC_THREADS_PER_SM
+#define JMP_TOPK_BLOCK_VEC_THREADS_PER_SM 1024
+#endif
+inline constexpr int kTopkBlockMaxThreads = JMP_TOPK_BLOCK_MAX_THREADS;
+inline constexpr int kTopkBlockVecThreadsPerSm = JMP_TOPK_BLOCK_VEC_THREADS_PER_SM;
+static_assert(kTopkBlockMaxThreads >= 64 && kTopkBlockMaxThreads <= 512 &&
+                  (kTopkBlockMaxThreads & (kTopkBlockMaxThreads - 1)) == 0,
+              "kTopkBlockMaxThreads: 64, 128, 256 or 512");
+static_assert(kTopkBlockVecThreadsPerSm >= 512 && kTopkBlockVecThreadsPerSm <= 2048,
+              "kTopkBlockVecThreadsPerSm: at least a block of 512, at most an SM's 2048");
+
 JMP_HD constexpr int topk_block_threads(int64_t length) {
-  return length <= 1024 ? 64 : (length <= 4096 ? 128 : (length <= 16384 ? 256 : 512));
+  const int t = length <= 1024 ? 64 : (length <= 4096 ? 128 : (length <= 16384 ? 256 : 512));
+  return t < kTopkBlockMaxThreads ? t : kTopkBlockMaxThreads;
 }
 
 // Dynamic shared memory of a block_topk of `cap` candidates and `samples` samples.
@@ -166,7 +192,7 @@ inline constexpr bool kTopkBlockVector = true;  // kBlockVec for the block's row
 // 1.1-1.4 k keys are (random keys, 16 a thread). Those go to a shared buffer, where each is
 // ranked by counting the ones before it (order key descending, index ascending) and written
 // at its rank when below k. More than kTopkRegsRankFactor x k of them (ties): the exact k-th key
-// by the same search over every key (group sums a bit), the keys above it and the first ties in
+// (T when fewer than k keys are above it, else the same search over every key, group sums a bit), the keys above it and the first ties in
 // index order, then the same ranking of exactly k. Rows of at most kTopkRegsMaxLength keys (0:
 // never) and k <= G / kTopkRegsKDivisor take it.
 inline constexpr int64_t kTopkRegsMaxLength = 8192;
@@ -176,8 +202,9 @@ inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
 inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
 inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
 // Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte
-// keys capped so that 1536 threads an SM fit (40 a thread), 8-byte keys 1024 (64): more rows in
-// flight beat the spills the caps cost. Measured with perf/sweeps/topk_sweep.cu on an H200
+// keys capped so that 1536 threads an SM fit (40 a thread), 4-byte keys 1280 (48), 8-byte keys
+// 1024 (64): more rows in flight beat the spills the caps cost (uncapped, 4-byte keys took 74
+// registers once the exact path grew). Measured with perf/sweeps/topk_sweep.cu on an H200
 // (16384 x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64 spills
 // 2-byte keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM2
@@ -186,12 +213,18 @@ inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM8
 #define JMP_TOPK_REGS_THREADS_PER_SM8 1024
 #endif
+#ifndef JMP_TOPK_REGS_THREADS_PER_SM4
+#define JMP_TOPK_REGS_THREADS_PER_SM4 1280
+#endif
 inline constexpr int kTopkRegsThreadsPerSm2 = JMP_TOPK_REGS_THREADS_PER_SM2;
+inline constexpr int kTopkRegsThreadsPerSm4 = JMP_TOPK_REGS_THREADS_PER_SM4;
 inline constexpr int kTopkRegsThreadsPerSm8 = JMP_TOPK_REGS_THREADS_PER_SM8;
 
 constexpr int topk_regs_block_groups_per_sm(int key_bytes, int group) {
-  const int threads =
-      key_bytes == 2 ? kTopkRegsThreadsPerSm2 : (key_bytes == 8 ? kTopkRegsThreadsPerSm8 : 0);
+  const int threads = key_bytes == 2   ? kTopkRegsThreadsPerSm2
+                      : key_bytes == 4 ? kTopkRegsThreadsPerSm4
+                      : key_bytes == 8 ? kTopkRegsThreadsPerSm8
+                                       : 0;
   return threads / group;
 }
 
