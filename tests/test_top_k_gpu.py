@@ -337,9 +337,11 @@ def test_rows_of_every_exact_path_in_one_call(route, k, rng):
 def test_ties_below_the_keys_of_one_thread(route, rows, n, k, group, rng):
     # rows in registers (a group of `group` threads, 16 keys a thread, 4 a load): T is the k-th
     # largest of the threads' largest keys. Every key is v but 16 larger ones, all the group's
-    # first thread's: T is v, more than 4 k keys are >= T, so the exact path runs, and its check
-    # of T fails (16 >= k keys are above it): the bitwise search finds the k-th. The block
-    # strategies hold more than 2 k candidates and cut them to the k-th and its ties first.
+    # first thread's: T is v and more than 4 k keys are >= T, so the exact path runs; at k 8 its
+    # check of T fails (16 keys above it: the bitwise search finds the k-th), at k 32 it settles
+    # T as the k-th (16 above, 16 ties taken). The block strategies' samples see v too: more
+    # keys >= it than their buffer, so their exact path's count of the keys above it fails at
+    # k 8 (the radix select) and settles T at k 32.
     x = np.full((rows, n), 0.75, np.float32)
     first = np.array([(i // 4) * group * 4 + i % 4 for i in range(16)])
     x[:, first] = rng.uniform(1.0, 2.0, (rows, 16)).astype(np.float32)

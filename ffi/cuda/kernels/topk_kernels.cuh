@@ -378,10 +378,11 @@ __device__ int block_keep_first(const BlockBuffers<Bits>& buf, int count, int k,
 // above it (any order) and the `need` keys equal to it of the lowest indices, into buf: exactly k
 // pairs. With `probe` (the caller kept more than its buffer of keys >= threshold, so at least k
 // are): one read counting the keys above the threshold first; fewer than k, and the threshold is
-// the k-th key (ties at the top): no radix select. A source whose positions are its indices (Source::kIndexOrdered: a row) takes its ties in
-// position order, a block scan a round; any other (a grid's candidates, appended in no order)
-// first finds the need-th lowest index among its ties (a radix select of the complemented indices,
-// every other key counted as 0: below every tie, whose complement has the top bit set).
+// the k-th key (ties at the top): no radix select. A source whose positions are its indices
+// (Source::kIndexOrdered: a row) takes its ties in position order, a block scan a round; any other
+// (a grid's candidates, appended in no order) first finds the need-th lowest index among its ties
+// (a radix select of the complemented indices, every other key counted as 0: below every tie, whose
+// complement has the top bit set).
 template <typename Bits, int kThreads, typename Source>
 __device__ void block_exact(const Source& src, int64_t len, int k, bool probe, Bits threshold,
                             const BlockBuffers<Bits>& buf, BlockScalars& sc,

@@ -289,8 +289,8 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
       Bits kth;
       if constexpr (kTiesProbe) {
         const Bits tie = thresholds[slot];  // (T from shared memory: no register held for it)
-        kth = tie == Bits(~Bits(0)) || at_least(Bits(tie + 1)) < k ? tie
-                                                                    : bitwise_kth<Bits>(k, at_least);
+        const bool settled = tie == Bits(~Bits(0)) || at_least(Bits(tie + 1)) < k;
+        kth = settled ? tie : bitwise_kth<Bits>(k, at_least);
       } else {
         kth = bitwise_kth<Bits>(k, at_least);
       }

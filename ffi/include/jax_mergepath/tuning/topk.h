@@ -102,16 +102,16 @@ JMP_HD constexpr int64_t topk_pow2_floor(int64_t x) {
   return p;
 }
 
-// ------------------------------------------------------------------ GPU: a block a row A block
-// selects a row's k (ffi/cuda/kernels/topk_kernels.cuh block_topk): s samples (a sample every
-// kTopkBlockSampleDivisor keys, a power of two in [kTopkBlockMinSamples, kTopkBlockMaxSamples]),
-// their r-th largest key T (a radix select in shared memory), the keys >= T appended to a
-// shared-memory buffer of `cap` (order key, index) pairs while the row streams from global memory,
-// then a bitonic sort of them; the exact path (radix select of the row, the keys equal to the k-th
-// taken in index order) when fewer than k or more than cap keys were >= T (more than cap: first a
-// read counting the keys above T; fewer than k, and T is the k-th, no radix select). A row that fits the
-// buffer whole skips the sampling. Threads by row length (topk_block_threads). To be measured: rows
-// 16384 x 4096 k 32, 1024 x 65536 k 256, 131072 x 512 k 8.
+// ------------------------------------------------------------------ GPU: a block a row
+// A block selects a row's k (ffi/cuda/kernels/topk_kernels.cuh block_topk): s samples (a sample
+// every kTopkBlockSampleDivisor keys, a power of two in [kTopkBlockMinSamples,
+// kTopkBlockMaxSamples]), their r-th largest key T (a radix select in shared memory), the keys >= T
+// appended to a shared-memory buffer of `cap` (order key, index) pairs while the row streams from
+// global memory, then a bitonic sort of them; the exact path (radix select of the row, the keys
+// equal to the k-th taken in index order) when fewer than k or more than cap keys were >= T (more
+// than cap: first a read counting the keys above T; fewer than k, and T is the k-th, no radix
+// select). A row that fits the buffer whole skips the sampling. Threads by row length
+// (topk_block_threads). Measured on the rows cases (docs/performance.md, "Top-k").
 inline constexpr int kTopkBlockMinSamples = 64;
 inline constexpr int kTopkBlockMaxSamples = 1024;
 inline constexpr int kTopkBlockSampleDivisor = 8;
@@ -183,30 +183,30 @@ inline constexpr int kTopkBlockVecs = 4;
 inline constexpr bool kTopkBlockVector = true;  // kBlockVec for the block's rows (false: kBlock)
 
 // ------------------------------------------------------------------ GPU: a row in registers
-// kRegs (ffi/cuda/kernels/topk_regs.cuh): a group of G threads a row (a warp, kTopkRegsWarps rows
-// a block, or a block of 64 to kTopkRegsMaxGroup threads), each thread holding `items` keys of
-// the row in registers (16-byte loads), G x items >= the row. The threshold T is the k-th
-// largest of the G threads' largest order keys (k <= 32: a warp's bitonic sort of them by
-// shuffles, a block's warps' sorted 32 merged pairwise; larger k a bitwise search, one
-// __syncthreads_count a bit), so at least k keys are >= T; for k <= G / kTopkRegsKDivisor about
-// 1.1-1.4 k keys are (random keys, 16 a thread). Those go to a shared buffer, where each is
-// ranked by counting the ones before it (order key descending, index ascending) and written
-// at its rank when below k. More than kTopkRegsRankFactor x k of them (ties): the exact k-th key
-// (T when fewer than k keys are above it, else the same search over every key, group sums a bit), the keys above it and the first ties in
-// index order, then the same ranking of exactly k. Rows of at most kTopkRegsMaxLength keys (0:
-// never) and k <= G / kTopkRegsKDivisor take it.
+// kRegs (ffi/cuda/kernels/topk_regs.cuh): a group of G threads a row (a warp, kTopkRegsWarps
+// rows a block, or a block of 64 to kTopkRegsMaxGroup threads), each thread holding `items` keys of
+// the row in registers (16-byte loads), G x items >= the row. The threshold T is the k-th largest
+// of the G threads' largest order keys (k <= 32: a warp's bitonic sort of them by shuffles, a
+// block's warps' sorted 32 merged pairwise; larger k a bitwise search, one __syncthreads_count a
+// bit), so at least k keys are >= T; for k <= G / kTopkRegsKDivisor about 1.1-1.4 k keys are
+// (random keys, 16 a thread). Those go to a shared buffer, where each is ranked by counting the
+// ones before it (order key descending, index ascending) and written at its rank when below k. More
+// than kTopkRegsRankFactor x k of them (ties): the exact k-th key (T when fewer than k keys are
+// above it, else the same search over every key, group sums a bit), the keys above it and the first
+// ties in index order, then the same ranking of exactly k. Rows of at most kTopkRegsMaxLength keys
+// (0: never) and k <= G / kTopkRegsKDivisor take it.
 inline constexpr int64_t kTopkRegsMaxLength = 8192;
 inline constexpr int kTopkRegsItems = 16;      // keys a thread (the shortest rows: 4 or 8)
 inline constexpr int kTopkRegsMaxGroup = 512;  // threads a row
 inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
 inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
 inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
-// Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte
-// keys capped so that 1536 threads an SM fit (40 a thread), 4-byte keys 1280 (48), 8-byte keys
-// 1024 (64): more rows in flight beat the spills the caps cost (uncapped, 4-byte keys took 74
-// registers once the exact path grew). Measured with perf/sweeps/topk_sweep.cu on an H200
-// (16384 x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64 spills
-// 2-byte keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
+// Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte keys
+// capped so that 1536 threads an SM fit (40 a thread), 4-byte keys 1280 (48; 64 for groups of 512,
+// two an SM), 8-byte keys 1024 (64): more rows in flight beat the spills the caps cost (uncapped,
+// 4-byte keys took 74 registers once the exact path grew). Measured with perf/sweeps/topk_sweep.cu
+// on an H200 (16384 x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64
+// spills 2-byte keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM2
 #define JMP_TOPK_REGS_THREADS_PER_SM2 1536
 #endif
