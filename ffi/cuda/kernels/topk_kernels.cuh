@@ -390,15 +390,12 @@ __device__ void block_exact(const Source& src, int64_t len, int k, bool probe, B
   Bits kth = threshold;
   int need = 0;
   if (probe) {  // (block-uniform)
-    if (threadIdx.x == 0) sc.above = 0;
-    __syncthreads();
     int mine = 0;
     for (int64_t p = threadIdx.x; p < len; p += kThreads) mine += src.key(p) > threshold;
-    const int warp_above = warp_inclusive_sum(mine);  // (lane 31: the warp's)
-    if ((threadIdx.x & 31u) == 31u && warp_above > 0) atomicAdd(&sc.above, warp_above);
-    __syncthreads();
-    need = k - sc.above;
-    __syncthreads();  // (sc is written again below)
+    int above = 0;
+    block_exclusive_sum<int, kThreads>(mine, above, scan);
+    __syncthreads();  // (the scan's storage is written again below)
+    need = k - above;
     probe = need > 0;
   }
   if (!probe) {
