@@ -12,6 +12,8 @@
 //        perf/sweeps/tile_sweep.cu -o /tmp/tile_sweep
 //   /tmp/tile_sweep [log2_total=27] [repeats=20] [only=-1: the variant number to run, for ncu]
 //                   [time: time `only` like the full sweep does, instead of one profiled call]
+//   /tmp/tile_sweep rows [log2_total=27] [repeats=20]: the rows kernel's items a thread on short
+//                   rows, each count as it is (rows_items)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -127,7 +129,10 @@ bool g_profile = true;  // `only` runs one checked call (for ncu) unless argv[4]
 // A stream of its own (the legacy default stream would serialize what launch_merge overlaps).
 cudaStream_t g_stream = nullptr;
 
-template <typename Traits, jmp::PayloadKind kPayload, typename Policy, typename Value = uint32_t>
+// kExactRows: the rows kernel with Policy's items as they are (launch_rows), not cut by
+// merge_rows_items; the inputs must be rows the rows kernel holds.
+template <typename Traits, jmp::PayloadKind kPayload, typename Policy, typename Value = uint32_t,
+          bool kExactRows = false>
 void run_variant(const char* label, Inputs& in, int repeats, int only, float copy_ms) {
   using Bits = typename Traits::Bits;
   constexpr int kValueBytes = kPayload == jmp::PayloadKind::kValue ? int(sizeof(Value)) : 0;
@@ -148,7 +153,13 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   call.out_payload = in.out_vals;
   call.sms = device_sms();
   auto go = [&] {
-    CHECK_CUDA((jmp::launch_merge<Traits, kPayload, Value, Policy>(call, in.workspace, g_stream)));
+    if constexpr (kExactRows) {
+      const auto flip = jmp::order_mask<Traits>(call.key_type, call.descending);
+      CHECK_CUDA((jmp::launch_rows<Traits, kPayload, Value, Policy>(call, flip, g_stream)));
+    } else {
+      CHECK_CUDA(
+          (jmp::launch_merge<Traits, kPayload, Value, Policy>(call, in.workspace, g_stream)));
+    }
   };
   const int64_t total = in.rows * (in.m + in.n);
   CHECK_CUDA(cudaMemsetAsync(in.out, 0, total * sizeof(Bits), g_stream));
@@ -170,7 +181,7 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
     return;
   }
   const float ms = time_ms(go, repeats, 3, g_stream);
-  const bool tiled = !jmp::merge_is_packed(Policy::kTile, call.layout, kPayload);
+  const bool tiled = !kExactRows && !jmp::merge_is_packed(Policy::kTile, call.layout, kPayload);
   const float partition_ms =
       tiled ? time_ms([&] { CHECK_CUDA(jmp::launch_partition<Traits>(
                                 call, jmp::tile_map(call.layout, Policy::kTile), in.workspace,
@@ -182,9 +193,9 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
   const double rate = bytes / (ms * 1e-3);
   // rows kernel: the items merge_rows_items picks from the policy's (tuning/merge.h)
-  const int items = tiled ? Policy::kItems
-                          : jmp::merge_rows_items(Policy::kThreads, Policy::kItems,
-                                                  call.layout.row_length());
+  const int items = tiled || kExactRows ? Policy::kItems
+                                        : jmp::merge_rows_items(Policy::kThreads, Policy::kItems,
+                                                                call.layout.row_length());
   std::printf(
       "%2d %-26s T=%3d I=%2d B=%2d tile=%5lld %7.1f us (partition %5.1f) %7.1f GB/s %5.1f%% of "
       "copy  %s\n",
@@ -202,7 +213,40 @@ float copy_time(Inputs& in, int repeats) {
                  repeats, 3, g_stream);
 }
 
+// Rows items: batches of short int32 rows (2^(log2_total - 1) outputs) merged by the rows kernel
+// with each item count as it is (merge_rows_items' choice printed beside it).
+void rows_items(int log2_total, int repeats) {
+  const int64_t half = int64_t{1} << (log2_total - 1);
+  for (const int64_t side : {int64_t{8}, int64_t{12}, int64_t{16}, int64_t{24}, int64_t{32},
+                             int64_t{48}, int64_t{64}, int64_t{128}, int64_t{256}}) {
+    const int64_t rows = (half / 2) / side;
+    Inputs in = make_inputs<uint32_t>(rows, side, side, false, 4 + side);
+    const float copy_ms = copy_time<uint32_t>(in, repeats);
+    char label[64];
+    std::snprintf(label, sizeof(label), "int32 rows of %lld+%lld (picks %d)",
+                  static_cast<long long>(side), static_cast<long long>(side),
+                  jmp::merge_rows_items(256, 19, 2 * side));
+#define RUN_ROWS(IT)                                                                        \
+  run_variant<jmp::S32Key, jmp::PayloadKind::kNone, Sweep<256, IT, 8>, uint32_t, true>(     \
+      label, in, repeats, -1, copy_ms)
+    RUN_ROWS(19);
+    RUN_ROWS(17);
+    RUN_ROWS(15);
+    RUN_ROWS(13);
+    RUN_ROWS(11);
+    RUN_ROWS(9);
+    RUN_ROWS(7);
+#undef RUN_ROWS
+    free_inputs(in);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {  // tile_sweep rows [log2_total] [repeats]
+    CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    rows_items(argc > 2 ? std::atoi(argv[2]) : 27, argc > 3 ? std::atoi(argv[3]) : 20);
+    return 0;
+  }
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
   const int only = argc > 3 ? std::atoi(argv[3]) : -1;

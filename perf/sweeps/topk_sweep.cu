@@ -328,6 +328,11 @@ int main(int argc, char** argv) {
   run_case<uint32_t>("float32", F, 32, 131072, 512, 8, false, R, blocks);
   run_case<uint64_t>("float64", F, 64, 131072, 512, 8, true, R, blocks);
   run_case<uint16_t>("bfloat16", F, 16, 131072, 512, 8, true, R, blocks);
+  // 2-byte keys in register groups of 64 and 128 threads, against float32's
+  for (int64_t n : {int64_t{1024}, int64_t{2048}}) {
+    run_case<uint16_t>("bfloat16", F, 16, (int64_t{1} << 26) / n, n, 32, true, R, blocks);
+    run_case<uint32_t>("float32", F, 32, (int64_t{1} << 26) / n, n, 32, true, R, blocks);
+  }
   run_case<uint8_t>("int8", S, 0, 131072, 512, 8, true, R, blocks);
   // every length class of the registers strategy and its neighbours, k up to its limit, ties
   for (int64_t n : {int64_t{33}, int64_t{100}, int64_t{128}, int64_t{129}, int64_t{256},
