@@ -36,21 +36,31 @@ def _rows_fit(length: int, threads: int, items: int) -> bool:
 PAYLOADS = [(0, 0), (1, 0), (2, 1), (2, 2), (2, 4), (2, 8), (3, 0), (4, 0)]
 
 
+# tuning/merge.h kRowsItemsTable: rows of these lengths of 4-byte keys alone (the 256 x 19 shape)
+# take these items a thread
+ROWS_ITEMS_TABLE = {16: 9, 24: 13, 32: 9, 48: 13, 64: 13, 96: 15, 128: 15}
+
+
 @pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])
 @pytest.mark.parametrize(("payload", "value_bytes"), PAYLOADS, ids=str)
 def test_rows_kernel_shape(key_bytes, payload, value_bytes):
     threads, tile_items, _ = _cpu.merge_shape_for(key_bytes, payload, value_bytes)
     assert threads == 256
+    table = ROWS_ITEMS_TABLE if (key_bytes, threads, tile_items) == (4, 256, 19) else {}
+    assert bool(table) == (key_bytes == 4 and payload == 0)
     for length in range(1, threads * tile_items + 1):
-        items, rows, per_row = _cpu.merge_rows_shape(threads, tile_items, length)
-        # the tile's items, or 2, 4 or 6 fewer (at least 3) when the rows still fit and a row's
-        # thread group then steps through the fewest slots, >= 5% fewer than with the tile's
+        items, rows, per_row = _cpu.merge_rows_shape(key_bytes, threads, tile_items, length)
+        # the table's items for its lengths; else the tile's items, or 2, 4 or 6 fewer (at least
+        # 3) when the rows still fit and a row's thread group then steps through the fewest
+        # slots, >= 5% fewer than with the tile's
         better = [
             i for i in (tile_items - 2, tile_items - 4, tile_items - 6)
             if all(_rows_fit(length, threads, j) for j in range(i, tile_items, 2))
             and 20 * _row_slots(length, i) <= 19 * _row_slots(length, tile_items)
         ]
-        if better:
+        if length in table:
+            assert items == table[length], length
+        elif better:
             fewest = min(_row_slots(length, i) for i in better)
             assert items == max(i for i in better if _row_slots(length, i) == fewest), length
         else:

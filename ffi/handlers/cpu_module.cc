@@ -178,15 +178,16 @@ NB_MODULE(_cpu, m) {
       "rows, ragged rows, or merge_runs rows of m + n); test hook of the exact size");
   m.def(
       "merge_rows_shape",
-      [](int threads, int tile_items, int64_t row_length) {
-        const int items = jax_mergepath::merge_rows_items(threads, tile_items, row_length);
+      [](int key_bytes, int threads, int tile_items, int64_t row_length) {
+        const int items =
+            jax_mergepath::merge_rows_items(key_bytes, threads, tile_items, row_length);
         const jax_mergepath::RowsShape rows =
             jax_mergepath::merge_rows_shape(threads, items, row_length);
         return nb::make_tuple(items, rows.rows_per_block, rows.threads_per_row);
       },
       "(items, rows_per_block, threads_per_row) of the CUDA rows kernel of a merge shape "
-      "(threads, tile_items: merge_shape_for) for full rows of row_length outputs (items: "
-      "merge_rows_items; rows_per_block 0: the rows do not fit)");
+      "(key_bytes; threads, tile_items: merge_shape_for) for full rows of row_length outputs "
+      "(items: merge_rows_items; rows_per_block 0: the rows do not fit)");
   m.def(
       "quad_split",
       [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,

@@ -15,7 +15,7 @@ from perf.bench.case import Case
 from perf.bench.data import prng, sorted_keys
 from perf.bench.timing import Variant
 
-BATCH_WIDTHS = (8, 32, 128, 512, 1024, 4096, 65536)
+BATCH_WIDTHS = (8, 16, 32, 128, 512, 1024, 4096, 65536)
 RAGGED_WIDTH = 512
 
 

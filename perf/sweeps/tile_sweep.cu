@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -193,9 +194,11 @@ void run_variant(const char* label, Inputs& in, int repeats, int only, float cop
   const double copy_rate = 2.0 * total * sizeof(Bits) / (copy_ms * 1e-3);
   const double rate = bytes / (ms * 1e-3);
   // rows kernel: the items merge_rows_items picks from the policy's (tuning/merge.h)
-  const int items = tiled || kExactRows ? Policy::kItems
-                                        : jmp::merge_rows_items(Policy::kThreads, Policy::kItems,
-                                                                call.layout.row_length());
+  const int items =
+      tiled || kExactRows
+          ? Policy::kItems
+          : jmp::merge_rows_items(int(sizeof(Bits)), Policy::kThreads, Policy::kItems,
+                                  call.layout.row_length());
   std::printf(
       "%2d %-26s T=%3d I=%2d B=%2d tile=%5lld %7.1f us (partition %5.1f) %7.1f GB/s %5.1f%% of "
       "copy  %s\n",
@@ -213,21 +216,23 @@ float copy_time(Inputs& in, int repeats) {
                  repeats, 3, g_stream);
 }
 
-// Rows items: batches of short int32 rows (2^(log2_total - 1) outputs) merged by the rows kernel
-// with each item count as it is (merge_rows_items' choice printed beside it).
-void rows_items(int log2_total, int repeats) {
+// Rows items: batches of short rows (2^(log2_total - 1) outputs) of Traits' keys merged by the
+// rows kernel with each item count as it is (merge_rows_items' choice printed beside it).
+template <typename Traits>
+void rows_items(int log2_total, int repeats, const char* name,
+                std::initializer_list<int64_t> sides) {
+  using Bits = typename Traits::Bits;
   const int64_t half = int64_t{1} << (log2_total - 1);
-  for (const int64_t side : {int64_t{8}, int64_t{12}, int64_t{16}, int64_t{24}, int64_t{32},
-                             int64_t{48}, int64_t{64}, int64_t{128}, int64_t{256}}) {
+  for (const int64_t side : sides) {
     const int64_t rows = (half / 2) / side;
-    Inputs in = make_inputs<uint32_t>(rows, side, side, false, 4 + side);
-    const float copy_ms = copy_time<uint32_t>(in, repeats);
+    Inputs in = make_inputs<Bits>(rows, side, side, false, 4 + side);
+    const float copy_ms = copy_time<Bits>(in, repeats);
     char label[64];
-    std::snprintf(label, sizeof(label), "int32 rows of %lld+%lld (picks %d)",
+    std::snprintf(label, sizeof(label), "%s rows of %lld+%lld (picks %d)", name,
                   static_cast<long long>(side), static_cast<long long>(side),
-                  jmp::merge_rows_items(256, 19, 2 * side));
-#define RUN_ROWS(IT)                                                                        \
-  run_variant<jmp::S32Key, jmp::PayloadKind::kNone, Sweep<256, IT, 8>, uint32_t, true>(     \
+                  jmp::merge_rows_items(int(sizeof(Bits)), 256, 19, 2 * side));
+#define RUN_ROWS(IT)                                                                    \
+  run_variant<Traits, jmp::PayloadKind::kNone, Sweep<256, IT, 8>, uint32_t, true>(      \
       label, in, repeats, -1, copy_ms)
     RUN_ROWS(19);
     RUN_ROWS(17);
@@ -244,7 +249,11 @@ void rows_items(int log2_total, int repeats) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {  // tile_sweep rows [log2_total] [repeats]
     CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-    rows_items(argc > 2 ? std::atoi(argv[2]) : 27, argc > 3 ? std::atoi(argv[3]) : 20);
+    const int log2_total = argc > 2 ? std::atoi(argv[2]) : 27;
+    const int repeats = argc > 3 ? std::atoi(argv[3]) : 20;
+    rows_items<jmp::S32Key>(log2_total, repeats, "int32", {8, 12, 16, 24, 32, 48, 64, 128, 256});
+    // (2-byte keys: the same policy; make_inputs' keys stay below 2^16 in rows this short)
+    rows_items<jmp::U16Key>(log2_total, repeats, "uint16", {8, 16, 24, 32, 48, 64, 128});
     return 0;
   }
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;

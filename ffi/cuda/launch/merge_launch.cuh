@@ -41,13 +41,15 @@ cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaS
                        flip, rows);
 }
 
-// The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts: merge_rows_items).
+// The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts that
+// merge_rows_items may take for Policy: merge_rows_cut_used).
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy, size_t kI = 0>
 cudaError_t launch_rows_cut(const MergeCall& call, typename Traits::Bits flip, int cut,
                             cudaStream_t stream) {
   if constexpr (kI < std::size(kRowsItemsCuts)) {
     constexpr int kCut = kRowsItemsCuts[kI];
-    if constexpr (Policy::kItems - kCut >= kMinRowsItems) {
+    if constexpr (merge_rows_cut_used(int(sizeof(typename Traits::Bits)), Policy::kThreads,
+                                      Policy::kItems, kCut)) {
       if (cut == kCut) {
         return launch_rows<Traits, kPayload, Value, RowsPolicy<Policy, kCut>>(call, flip, stream);
       }
@@ -75,7 +77,8 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
                         (layout.a_valid == nullptr && layout.b_valid == nullptr);
       if (full) {
         const int64_t d = layout.row_length();
-        const int items = merge_rows_items(Policy::kThreads, Policy::kItems, d);
+        constexpr int kKeyBytes = int(sizeof(typename Traits::Bits));
+        const int items = merge_rows_items(kKeyBytes, Policy::kThreads, Policy::kItems, d);
         if (merge_rows_shape(Policy::kThreads, items, d).rows_per_block > 0) {
           return launch_rows_cut<Traits, kPayload, Value, Policy>(call, flip,
                                                                   Policy::kItems - items, stream);

@@ -162,24 +162,77 @@ constexpr RowsShape merge_rows_shape(int threads, int items, int64_t row_length)
   return {rows < kMaxRowsPerTile ? rows : kMaxRowsPerTile, per_row};
 }
 
-// The rows kernel's items a thread for full rows of `row_length`: the tile policy's `items`, or
-// items - cut for a cut in kRowsItemsCuts (odd too, at least kMinRowsItems, the rows still
-// fitting) whose thread groups step through the fewest slots per row, when that is at least 5%
-// fewer than with `items` (the merge is branch-free: a row's last thread steps through all its
-// items, valid or not, and the kernel is bound by instruction issue). Measured with
-// perf/sweeps/tile_sweep.cu (docs/performance.md, "Rows-kernel items a thread").
-inline constexpr int kRowsItemsCuts[] = {2, 4, 6};
+// The rows kernel's items a thread for full rows of `row_length`:
+//   - 4-byte keys alone (the 256 x 19 shape) in rows of a length kRowsItemsTable names: its
+//     items (measured with perf/sweeps/tile_sweep.cu rows; in such rows a warp's threads start
+//     their merges at the same shared-memory banks unless a row has several; 2-byte keys, in the
+//     same shape, measured better by the slot rule);
+//   - else the tile policy's `items`, or items - cut for a cut in kRowsSlotCuts (odd too, at
+//     least kMinRowsItems, the rows still fitting) whose thread groups step through the fewest
+//     slots per row, when that is at least 5% fewer than with `items` (the merge is branch-free:
+//     a row's last thread steps through all its items, valid or not, and the kernel is bound by
+//     instruction issue).
+// docs/performance.md, "Rows-kernel items a thread".
+struct RowsItems {
+  int64_t row_length;
+  int items;
+};
+inline constexpr int kRowsTableKeyBytes = 4;
+inline constexpr int kRowsTableThreads = 256;
+inline constexpr int kRowsTableItems = 19;
+inline constexpr RowsItems kRowsItemsTable[] = {{16, 9},  {24, 13}, {32, 9},  {48, 13},
+                                                {64, 13}, {96, 15}, {128, 15}};
+inline constexpr int kRowsSlotCuts[] = {2, 4, 6};
+// Every cut either rule takes (the rows kernel instances: merge_launch.cuh launch_rows_cut).
+inline constexpr int kRowsItemsCuts[] = {2, 4, 6, 10};
 inline constexpr int kMinRowsItems = 3;
 
-constexpr int merge_rows_items(int threads, int items, int64_t row_length) {
+// (The 256 x 19 shape is merge_shape's for keys alone of up to 4 bytes only.)
+constexpr bool rows_table_applies(int key_bytes, int threads, int items) {
+  return key_bytes == kRowsTableKeyBytes && threads == kRowsTableThreads &&
+         items == kRowsTableItems;
+}
+
+// Whether merge_rows_items can return items - cut for this policy (which instances to build).
+constexpr bool merge_rows_cut_used(int key_bytes, int threads, int items, int cut) {
+  for (const int slot_cut : kRowsSlotCuts) {
+    if (cut == slot_cut) return items - cut >= kMinRowsItems;
+  }
+  if (rows_table_applies(key_bytes, threads, items)) {
+    for (const RowsItems entry : kRowsItemsTable) {
+      if (entry.items == items - cut) return true;
+    }
+  }
+  return false;
+}
+
+constexpr bool rows_table_in_cuts() {
+  for (const RowsItems entry : kRowsItemsTable) {
+    bool found = false;
+    for (const int cut : kRowsItemsCuts) found = found || entry.items == kRowsTableItems - cut;
+    if (!found || entry.items % 2 == 0 || entry.items < kMinRowsItems) return false;
+  }
+  return true;
+}
+static_assert(rows_table_in_cuts(), "kRowsItemsTable: odd items, the table's shape less a cut");
+
+constexpr int merge_rows_items(int key_bytes, int threads, int items, int64_t row_length) {
   if (row_length <= 0) return items;
+  if (rows_table_applies(key_bytes, threads, items)) {
+    for (const RowsItems entry : kRowsItemsTable) {
+      if (entry.row_length == row_length &&
+          merge_rows_shape(threads, entry.items, row_length).rows_per_block > 0) {
+        return entry.items;
+      }
+    }
+  }
   auto slots_of = [row_length](int per_thread) {  // slots a row's thread group steps through
     return ceil_div(row_length, per_thread) * per_thread;
   };
   const int64_t wide_slots = slots_of(items);
   int best = items;
   int64_t best_slots = wide_slots;
-  for (const int cut : kRowsItemsCuts) {
+  for (const int cut : kRowsSlotCuts) {
     const int fewer = items - cut;
     if (fewer < kMinRowsItems ||
         merge_rows_shape(threads, fewer, row_length).rows_per_block == 0) {
