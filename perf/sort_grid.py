@@ -3,7 +3,7 @@ sort alone (forced, where it can run), as dispatched (tuning/radix.h's threshold
 fastest XLA spelling of the same call, in one process on one device, alternating, the median of
 `--rounds` rounds (user-visible: back-to-back jitted calls, blocked once a round).
 
-    python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING] [--kernel]
+    python -m perf.sort_grid [--quick] [--rounds 5] [--json PATH] [--only SUBSTRING ...] [--kernel]
     python -m perf.sort_grid --recheck GRID.json [--runs 5] [--json PATH]
 
 --recheck measures again, in --runs separate runs (fresh inputs of another seed, every variant
@@ -277,7 +277,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--target-ms", type=float, default=20.0, help="time a variant a round")
     p.add_argument("--json", default="", help="write the cells here")
-    p.add_argument("--only", default="", help="cells whose name contains this")
+    p.add_argument("--only", action="append", default=[],
+                   help="cells whose name contains this (repeatable: any of them)")
     p.add_argument("--kernel", action="store_true", help="kernel times from a profiler trace")
     p.add_argument("--recheck", default="", help="a grid's JSON: its cells below the floor")
     p.add_argument("--runs", type=int, default=5, help="runs a rechecked cell")
@@ -288,7 +289,9 @@ def main() -> None:
     dev = jax.devices()[0]
     print(f"device: {dev.device_kind} ({dev.platform}), jax {jax.__version__}, x64 on, "
           f"median of {a.rounds} alternating rounds, user-visible us a call", flush=True)
-    todo = [c for c in (cpu_cells() if a.cpu_cells else cells(a.quick)) if a.only in c.name]
+    every = cpu_cells() if a.cpu_cells else cells(a.quick)
+    todo = [c for c in every if not a.only or any(o in c.name for o in a.only)]
+
     def save(done: list[Cell]) -> None:
         if a.json:  # after every cell: a run cut short keeps what it measured
             with open(a.json, "w") as f:

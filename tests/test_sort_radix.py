@@ -37,6 +37,7 @@ pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 # Sizes: the radix path's shortest row + 1, a ragged encode tile, several tiles, one large.
 SHORTEST = 1024  # tuning/radix.h kRadixShortestRow
 TILE = 4096  # tuning/radix.h kRadixEncodeTile
+SELF_TILES = 1024  # tuning/radix.h kRadixFinishSelfTiles: longer rows scan their counts first
 SIZES = [SHORTEST + 1, 5 * TILE - 7, 2**17 + 11]
 NARROW = [jnp.dtype(d) for d in ("float8_e4m3fn", "float8_e5m2", "int4")]
 
@@ -475,9 +476,12 @@ def test_radix_matches_merge(rng, dtype, descending):
 
 @gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=dtype_id)
-def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
+@pytest.mark.parametrize("n", [3 * TILE + 5, (SELF_TILES + 2) * TILE + 5],
+                         ids=["counts-summed", "counts-scanned"])
+def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype, n):
     # Every key a zero or a NaN (the fix-up's whole output), and then sparse ones among plain
-    # keys (blocks without any write nothing): the merge sort's bits, the reference's bits.
+    # keys (blocks without any write nothing): the merge sort's bits, the reference's bits; rows
+    # whose finish blocks sum their row's class counts, and rows long enough to scan them first.
     bits = {
         2: [0x7E00, 0xFE00, 0x7E01, 0xFE03],
         4: [0x7FC00000, 0xFFC00000, 0x7FC00001, 0xFF800001],
@@ -485,7 +489,6 @@ def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype):
     }
     size = np.dtype(dtype).itemsize
     nans = np.array(bits[size], dtype=f"u{size}").view(dtype)
-    n = 3 * TILE + 5
     pool = np.concatenate([nans, np.array([0.0, -0.0], dtype)])
     for x in (rng.choice(pool, n), np.where(rng.random(n) < 1e-3, rng.choice(pool, n),
                                             rng.standard_normal(n).astype(dtype))):

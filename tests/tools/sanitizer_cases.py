@@ -206,6 +206,11 @@ def radix_cases(rng: np.random.Generator) -> None:
         f[::97] = -0.0
         want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
         check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
+        # a row of more than kRadixFinishSelfTiles encode blocks: its class counts scanned first
+        g = rng.standard_normal(1026 * 4096 + 5).astype(np.float32)
+        g[::997], g[::1999] = -0.0, np.nan
+        want_g = np.take_along_axis(g, np.argsort(g, kind="stable"), -1)
+        check(np.asarray(jmp.sort(g)).view(np.uint32), want_g.view(np.uint32), "radix scanned")
         i = rng.integers(-(2**31), 2**31 - 1, 3 * 4096 + 5).astype(np.int32)  # (direct)
         check(jmp.sort(i, descending=True), np.sort(i)[::-1], "radix direct")
         v = np.arange(i.size, dtype=np.float32)

@@ -10,13 +10,14 @@
 // (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
-//      their NaN, zero and negative keys;
+//      their NaN, zero and negative keys (rows of many blocks: radix_scan_kernel then makes
+//      the counts prefixes, in one block);
 //   2. cub_radix_sort (radix_cub.h), stable, ping-ponging between outputs and spare buffers;
-//   3. decode: out_keys <- the original bits (the inverse of the order key), which leaves float
-//      -0.0 as +0.0 and every NaN as one NaN, so
-//   4. fix-up (float keys): the zero and the NaN keys written again, in input order, into their
-//      output ranges (the order key ties them, so the stable order is input order); a block
-//      with neither writes nothing.
+//   3. finish (radix_finish_kernel), one kernel: decode, out_keys <- the original bits (the
+//      inverse of the order key), which would leave float -0.0 as +0.0 and every NaN as one NaN,
+//      so outside the zero and NaN ranges only; fix-up (float keys), the zero and the NaN keys
+//      written, in input order, into those ranges (the order key ties them, so the stable order
+//      is input order); a block with neither writes none.
 // A call whose keys the caller drops (SortCall::keys_needed false: argsort) skips the counts, the
 // keys' decode and the fix-up; only a payload CUB left in the spare buffer moves.
 // All on `stream`, no allocation, no host sync (graph-safe). The workspace (tuning/workspace.h
@@ -62,18 +63,22 @@ inline RadixTiles radix_tiles(int64_t rows, int64_t length) {
 }
 
 // The classes the fix-up restores (float keys): where the counts of each live in the workspace,
-// an exclusive prefix over all blocks after radix_scan_kernel (blocks + 1 entries: the last the
-// total; a row's counts are the differences at its first blocks).
+// blocks + 1 entries each. The encode writes each block's own counts; for rows of more than
+// kRadixFinishSelfTiles blocks radix_scan_kernel then makes them exclusive prefixes over all
+// blocks (`scanned`; the last entry the total; a row's counts are the differences at its first
+// blocks), shorter rows' finish blocks sum their row's counts themselves.
 struct RadixCounts {
   int32_t* nan;       // [blocks + 1]
   int32_t* zero;      // [blocks + 1]
   int32_t* negative;  // [blocks + 1]: only the rows' totals are read
   int64_t blocks;
+  bool scanned;
 };
 
 inline RadixCounts radix_counts(int32_t* workspace, const RadixTiles& tiles) {
   const int64_t blocks = tiles.blocks;
-  return {workspace, workspace + blocks + 1, workspace + 2 * (blocks + 1), blocks};
+  const bool scanned = tiles.row_tiles > kRadixFinishSelfTiles;
+  return {workspace, workspace + blocks + 1, workspace + 2 * (blocks + 1), blocks, scanned};
 }
 
 // A float key that sorts before the zeros (ascending): negative, not zero, not NaN.
@@ -125,8 +130,8 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
 }
 
 // One block (kRadixScanThreads): the three count arrays made exclusive prefixes, their totals at
-// [blocks]. (A template, so the header defines it in every translation unit without a clash.)
-
+// [blocks] (counts.scanned). (A template, so the header defines it in every translation unit
+// without a clash.)
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts) {
   __shared__ BlockScanStorage<int32_t, kThreads> scan_storage;
@@ -138,73 +143,130 @@ __global__ void __launch_bounds__(kThreads) radix_scan_kernel(RadixCounts counts
   }
 }
 
-// out_keys[i] <- the original bits of sorted[i] (kKeys; in place where sorted is out_keys); the
-// payload moved to out_payload if CUB left it in the spare buffer.
-template <typename Traits, PayloadKind kPayload, bool kKeys>
+// Block b's row's classes: where its zero and NaN keys go (the ranges of the row's output) and
+// how many of each the row's blocks before b hold. Every thread of the block calls it.
+struct RowClasses {
+  int64_t nan_start, zero_start;    // in the row's output
+  int64_t nans, zeros;              // the row's
+  int64_t nan_before, zero_before;  // the row's blocks before b
+  int nan_here, zero_here;          // block b's
+};
+
+template <int kThreads>
+__device__ RowClasses row_classes(const RadixCounts& counts, const RadixTiles& tiles, int64_t b,
+                                  bool descending, BlockScanStorage<int32_t, kThreads>& storage) {
+  const int64_t row = tiles.row(b), n = tiles.length;
+  const int64_t row_first = row * tiles.row_tiles, row_end = row_first + tiles.row_tiles;
+  RowClasses c{};
+  int64_t negatives = 0;
+  if (counts.scanned) {
+    c.nans = counts.nan[row_end] - counts.nan[row_first];
+    c.zeros = counts.zero[row_end] - counts.zero[row_first];
+    negatives = counts.negative[row_end] - counts.negative[row_first];
+    c.nan_before = counts.nan[b] - counts.nan[row_first];
+    c.zero_before = counts.zero[b] - counts.zero[row_first];
+    c.nan_here = counts.nan[b + 1] - counts.nan[b];
+    c.zero_here = counts.zero[b + 1] - counts.zero[b];
+  } else {  // the row's at most kRadixFinishSelfTiles blocks' own counts, summed here
+    int32_t nans = 0, zeros = 0, below = 0, nans_before = 0, zeros_before = 0;
+    for (int64_t j = row_first + threadIdx.x; j < row_end; j += kThreads) {
+      const int32_t nan = counts.nan[j], zero = counts.zero[j];
+      nans += nan;
+      zeros += zero;
+      below += counts.negative[j];
+      nans_before += j < b ? nan : 0;
+      zeros_before += j < b ? zero : 0;
+    }
+    auto block_total = [&storage](int32_t own) {
+      int32_t total;
+      block_exclusive_sum(own, total, storage);
+      __syncthreads();  // (storage written again by the next sum)
+      return total;
+    };
+    c.nans = block_total(nans);
+    c.zeros = block_total(zeros);
+    negatives = block_total(below);
+    c.nan_before = block_total(nans_before);
+    c.zero_before = block_total(zeros_before);
+    c.nan_here = counts.nan[b];
+    c.zero_here = counts.zero[b];
+  }
+  // Ascending: negatives, zeros, positives, NaNs; descending: NaNs, positives, zeros, negatives.
+  c.nan_start = descending ? 0 : n - c.nans;
+  c.zero_start = descending ? n - negatives - c.zeros : negatives;
+  return c;
+}
+
+// The radix path's last kernel, a block per encode block (tiles: a block's keys in one row):
+//   - decode (kKeys): out_keys[i] <- the original bits of sorted[i] (in place where sorted is
+//     out_keys), except (kFixup) in the row's zero and NaN ranges, which the fix-up writes;
+//   - the payload moved to out_payload where CUB left it in the spare buffer;
+//   - fix-up (kFixup: float keys): the block's zero and NaN input keys, in input order, to their
+//     places in their class's output range (the order key ties each class, so the stable order
+//     is input order).
+// The two write disjoint places of out_keys, and a decoded place is read by its writer only, so
+// the blocks need no order among them.
+template <typename Traits, PayloadKind kPayload, bool kKeys, bool kFixup>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
-    radix_decode_kernel(const typename Traits::Bits* sorted, const uint32_t* sorted_payload,
-                        int64_t n, typename Traits::Bits flip, typename Traits::Bits* out_keys,
-                        uint32_t* out_payload) {
+    radix_finish_kernel(const typename Traits::Bits* keys, const typename Traits::Bits* sorted,
+                        const uint32_t* sorted_payload, RadixTiles tiles, bool descending,
+                        RadixCounts counts, typename Traits::Bits flip,
+                        typename Traits::Bits* out_keys, uint32_t* out_payload) {
+  static_assert(kKeys || !kFixup, "the fix-up writes keys");
+  using Bits = typename Traits::Bits;
+  __shared__ BlockScanStorage<int32_t, kRadixEncodeThreads> scan_storage;
   grid_prologue();
-  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+  const int64_t b = blockIdx.x;
+  const int64_t row = tiles.row(b), n = tiles.length;
+  const int64_t row_start = row * n, base = tiles.first(b);
+  RowClasses c{};
+  if constexpr (kFixup) {
+    c = row_classes<kRadixEncodeThreads>(counts, tiles, b, descending, scan_storage);
+  }
 #pragma unroll 4
   for (int j = 0; j < kRadixEncodeItems; ++j) {
-    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
-    if (i < n) {
+    const int64_t at = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;  // in its row
+    if (at < n) {
+      const int64_t i = row_start + at;
       if constexpr (kKeys) {
-        out_keys[i] = Traits::from_order_key(static_cast<typename Traits::Bits>(sorted[i] ^ flip));
+        const bool fixed = kFixup && ((at >= c.nan_start && at < c.nan_start + c.nans) ||
+                                      (at >= c.zero_start && at < c.zero_start + c.zeros));
+        if (!fixed) out_keys[i] = Traits::from_order_key(static_cast<Bits>(sorted[i] ^ flip));
       }
       if constexpr (kPayload != PayloadKind::kNone) {
         if (sorted_payload != out_payload) out_payload[i] = sorted_payload[i];
       }
     }
   }
-}
-
-// The float fix-up (a block per encode block): its zero and NaN keys, in input order, to their
-// places in the output ranges of their class in its row.
-template <typename Traits>
-__global__ void __launch_bounds__(kRadixEncodeThreads)
-    radix_fixup_kernel(const typename Traits::Bits* keys, RadixTiles tiles, bool descending,
-                       RadixCounts counts, typename Traits::Bits* out_keys) {
-  using Bits = typename Traits::Bits;
-  __shared__ BlockScanStorage<int, kRadixEncodeThreads> scan_storage;
-  grid_prologue();
-  const int64_t b = blockIdx.x;
-  const int nan_here = counts.nan[b + 1] - counts.nan[b];
-  const int zero_here = counts.zero[b + 1] - counts.zero[b];
-  if (nan_here == 0 && zero_here == 0) return;  // (the whole block: the counts are uniform)
-  const int64_t row = tiles.row(b), n = tiles.length;
-  const int64_t row_first = row * tiles.row_tiles, row_end = row_first + tiles.row_tiles;
-  const int64_t nans = counts.nan[row_end] - counts.nan[row_first];
-  const int64_t zeros = counts.zero[row_end] - counts.zero[row_first];
-  const int64_t negatives = counts.negative[row_end] - counts.negative[row_first];
-  // Ascending: negatives, zeros, positives, NaNs; descending: NaNs, positives, zeros, negatives.
-  const int64_t nan_start = row * n + (descending ? 0 : n - nans);
-  const int64_t zero_start = row * n + (descending ? n - negatives - zeros : negatives);
-  // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
-  const int64_t first = tiles.first(b) + int64_t{threadIdx.x} * kRadixEncodeItems;  // in the row
-  keys += row * n;
-  Bits raw[kRadixEncodeItems];
-  int nan_own = 0, zero_own = 0;
-#pragma unroll
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    raw[j] = first + j < n ? keys[first + j] : Bits(0);
-    const bool real = first + j < n;
-    nan_own += real && Traits::is_nan(raw[j]);
-    zero_own += real && Traits::is_zero(raw[j]);
-  }
-  int nans_here, zeros_here;
-  const int nan_rank = block_exclusive_sum(nan_own, nans_here, scan_storage);
-  __syncthreads();
-  const int zero_rank = block_exclusive_sum(zero_own, zeros_here, scan_storage);
-  int64_t nan_at = nan_start + (counts.nan[b] - counts.nan[row_first]) + nan_rank;
-  int64_t zero_at = zero_start + (counts.zero[b] - counts.zero[row_first]) + zero_rank;
-#pragma unroll
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    if (first + j < n) {
-      if (Traits::is_nan(raw[j])) out_keys[nan_at++] = raw[j];
-      if (Traits::is_zero(raw[j])) out_keys[zero_at++] = raw[j];
+  if constexpr (kFixup) {
+    if (c.nan_here == 0 && c.zero_here == 0) return;  // (the whole block: the counts are uniform)
+    // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
+    const int64_t first = base + int64_t{threadIdx.x} * kRadixEncodeItems;  // in the row
+    keys += row_start;
+    // (Read twice, to count and to write, not held: registers would cost the decode occupancy.)
+    int nan_own = 0, zero_own = 0;
+#pragma unroll 4
+    for (int j = 0; j < kRadixEncodeItems; ++j) {
+      if (first + j < n) {
+        const Bits raw = keys[first + j];
+        nan_own += Traits::is_nan(raw);
+        zero_own += Traits::is_zero(raw);
+      }
+    }
+    int nans_here, zeros_here;
+    const int nan_rank = block_exclusive_sum(nan_own, nans_here, scan_storage);
+    __syncthreads();
+    const int zero_rank = block_exclusive_sum(zero_own, zeros_here, scan_storage);
+    if (nan_own == 0 && zero_own == 0) return;
+    int64_t nan_at = row_start + c.nan_start + c.nan_before + nan_rank;
+    int64_t zero_at = row_start + c.zero_start + c.zero_before + zero_rank;
+#pragma unroll 4
+    for (int j = 0; j < kRadixEncodeItems; ++j) {
+      if (first + j < n) {
+        const Bits raw = keys[first + j];
+        if (Traits::is_nan(raw)) out_keys[nan_at++] = raw;
+        if (Traits::is_zero(raw)) out_keys[zero_at++] = raw;
+      }
     }
   }
 }
@@ -349,7 +411,7 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
       err != cudaSuccess) {
     return err;
   }
-  if (fixup) {
+  if (fixup && counts.scanned) {
     if (cudaError_t err = launch_kernel(radix_scan_kernel<kRadixScanThreads>, 1, kRadixScanThreads,
                                         stream, counts);
         err != cudaSuccess) {
@@ -362,27 +424,13 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   const bool keys_in_place = Traits::kind == KeyKind::kUnsigned && flip == 0 &&
                              buffers.keys[buffers.key_side] == out_keys;
   const bool decode_keys = call.keys_needed && !keys_in_place;
-  if (decode_keys || move_payload) {
-    auto* decode = decode_keys ? radix_decode_kernel<Traits, kPayload, true>
-                               : radix_decode_kernel<Traits, kPayload, false>;
-    const int64_t total = rows * n;
-    const auto flat_blocks = static_cast<unsigned>(ceil_div(total, kRadixEncodeTile));
-    if (cudaError_t err = launch_kernel(decode, flat_blocks, kRadixEncodeThreads, stream,
-                                        buffers.keys[buffers.key_side],
-                                        buffers.values[buffers.value_side], total, flip, out_keys,
-                                        out_payload);
-        err != cudaSuccess) {
-      return err;
-    }
-  }
-  if (fixup) {
-    if (cudaError_t err = launch_kernel(radix_fixup_kernel<Traits>, blocks, kRadixEncodeThreads,
-                                        stream, keys, tiles, call.descending, counts, out_keys);
-        err != cudaSuccess) {
-      return err;
-    }
-  }
-  return cudaSuccess;
+  if (!decode_keys && !move_payload) return cudaSuccess;
+  auto* finish = fixup         ? radix_finish_kernel<Traits, kPayload, true, kFloat>
+                 : decode_keys ? radix_finish_kernel<Traits, kPayload, true, false>
+                               : radix_finish_kernel<Traits, kPayload, false, false>;
+  return launch_kernel(finish, blocks, kRadixEncodeThreads, stream, keys,
+                       buffers.keys[buffers.key_side], buffers.values[buffers.value_side], tiles,
+                       call.descending, counts, flip, out_keys, out_payload);
 }
 
 }  // namespace jax_mergepath

@@ -27,6 +27,10 @@ inline constexpr int64_t kRadixEncodeTile = int64_t{kRadixEncodeThreads} * kRadi
 // Threads of the one block that makes the encode blocks' class counts prefixes (radix_sort.cuh
 // radix_scan_kernel): whole warps, at most 1024.
 inline constexpr int kRadixScanThreads = 1024;
+// Rows of at most this many encode blocks skip radix_scan_kernel: each finish block sums its
+// row's counts itself (a launch fewer for the launch-bound sorts; a block reads 3 x this many
+// int32 at most).
+inline constexpr int64_t kRadixFinishSelfTiles = 1024;
 
 // Keys of one byte alone (bool, int8, uint8) take the radix path as a counting sort
 // (ffi/cuda/kernels/counting_sort.cuh): a row's output is its 256 directed order keys, each
