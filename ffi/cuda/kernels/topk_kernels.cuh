@@ -556,7 +556,9 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
       count = k;
     }
   }
-  if (count > kTopkBlockSortFactor * k) count = block_keep_first<Bits, kThreads>(buf, count, k, sc);
+  if (count > kTopkBlockSortFactor * k && count > kTopkBlockKeepMin) {
+    count = block_keep_first<Bits, kThreads>(buf, count, k, sc);
+  }
   block_bitonic_sort<Bits, kThreads>(buf, count);
   for (int j = threadIdx.x; j < k; j += kThreads) {
     const int32_t index = buf.indices[j];

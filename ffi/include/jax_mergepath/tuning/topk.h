@@ -127,6 +127,12 @@ inline constexpr int kTopkBlockUnroll = 4;      // keys a thread loads at once a
 #define JMP_TOPK_BLOCK_SORT_FACTOR 2
 #endif
 inline constexpr int kTopkBlockSortFactor = JMP_TOPK_BLOCK_SORT_FACTOR;
+// ... and only past this many pairs: a smaller sort costs less than the select's passes (rows of
+// 4096 k 32, of 512 k 8).
+#ifndef JMP_TOPK_BLOCK_KEEP_MIN
+#define JMP_TOPK_BLOCK_KEEP_MIN 512
+#endif
+inline constexpr int kTopkBlockKeepMin = JMP_TOPK_BLOCK_KEEP_MIN;
 
 JMP_HD int64_t topk_block_samples(int64_t length) {
   const int64_t every = length / kTopkBlockSampleDivisor;
