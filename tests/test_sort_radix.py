@@ -479,6 +479,8 @@ def test_radix_matches_merge(rng, dtype, descending):
 @pytest.mark.parametrize("n", [3 * TILE + 5, (SELF_TILES + 2) * TILE + 5],
                          ids=["counts-summed", "counts-scanned"])
 def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype, n):
+    if n > SELF_TILES * TILE and dtype == np.float64:
+        pytest.skip("float64 never takes the radix path: its fix-up is tested at the short size")
     # Every key a zero or a NaN (the fix-up's whole output), and then sparse ones among plain
     # keys (blocks without any write nothing): the merge sort's bits, the reference's bits; rows
     # whose finish blocks sum their row's class counts, and rows long enough to scan them first.

@@ -45,7 +45,7 @@
 
 namespace jax_mergepath {
 
-// The encode and fix-up blocks: tiles of kRadixEncodeTile keys, row_tiles a row (a block never
+// The encode and finish blocks: tiles of kRadixEncodeTile keys, row_tiles a row (a block never
 // spans two rows), rows x row_tiles in all.
 struct RadixTiles {
   int64_t length;     // keys a row
