@@ -16,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 
 #include "../block/grid_launch.cuh"
 #include "../kernels/merge_kernels.cuh"
@@ -41,20 +40,19 @@ cudaError_t launch_rows(const MergeCall& call, typename Traits::Bits flip, cudaS
                        flip, rows);
 }
 
-// The rows kernel with Policy's items less `cut` (0, or one of kRowsItemsCuts that
-// merge_rows_items may take for Policy: merge_rows_cut_used).
-template <typename Traits, PayloadKind kPayload, typename Value, typename Policy, size_t kI = 0>
+// The rows kernel with Policy's items less `cut` (0, or a cut merge_rows_items may take for
+// Policy: merge_rows_cut_used, tried from kCut up in even steps).
+template <typename Traits, PayloadKind kPayload, typename Value, typename Policy, int kCut = 2>
 cudaError_t launch_rows_cut(const MergeCall& call, typename Traits::Bits flip, int cut,
                             cudaStream_t stream) {
-  if constexpr (kI < std::size(kRowsItemsCuts)) {
-    constexpr int kCut = kRowsItemsCuts[kI];
+  if constexpr (Policy::kItems - kCut >= kMinRowsItems) {
     if constexpr (merge_rows_cut_used(int(sizeof(typename Traits::Bits)), Policy::kThreads,
                                       Policy::kItems, kCut)) {
       if (cut == kCut) {
         return launch_rows<Traits, kPayload, Value, RowsPolicy<Policy, kCut>>(call, flip, stream);
       }
     }
-    return launch_rows_cut<Traits, kPayload, Value, Policy, kI + 1>(call, flip, cut, stream);
+    return launch_rows_cut<Traits, kPayload, Value, Policy, kCut + 2>(call, flip, cut, stream);
   } else {
     return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);
   }

@@ -183,8 +183,6 @@ inline constexpr int kRowsTableItems = 19;
 inline constexpr RowsItems kRowsItemsTable[] = {{16, 9},  {24, 13}, {32, 9},  {48, 13},
                                                 {64, 13}, {96, 15}, {128, 15}};
 inline constexpr int kRowsSlotCuts[] = {2, 4, 6};
-// Every cut either rule takes (the rows kernel instances: merge_launch.cuh launch_rows_cut).
-inline constexpr int kRowsItemsCuts[] = {2, 4, 6, 10};
 inline constexpr int kMinRowsItems = 3;
 
 // (The 256 x 19 shape is merge_shape's for keys alone of up to 4 bytes only.)
@@ -193,7 +191,8 @@ constexpr bool rows_table_applies(int key_bytes, int threads, int items) {
          items == kRowsTableItems;
 }
 
-// Whether merge_rows_items can return items - cut for this policy (which instances to build).
+// Whether merge_rows_items can return items - cut for this policy: the rows kernel instances
+// merge_launch.cuh launch_rows_cut builds (even cuts: items stay odd).
 constexpr bool merge_rows_cut_used(int key_bytes, int threads, int items, int cut) {
   for (const int slot_cut : kRowsSlotCuts) {
     if (cut == slot_cut) return items - cut >= kMinRowsItems;
@@ -206,15 +205,15 @@ constexpr bool merge_rows_cut_used(int key_bytes, int threads, int items, int cu
   return false;
 }
 
-constexpr bool rows_table_in_cuts() {
+constexpr bool rows_table_items_odd() {
   for (const RowsItems entry : kRowsItemsTable) {
-    bool found = false;
-    for (const int cut : kRowsItemsCuts) found = found || entry.items == kRowsTableItems - cut;
-    if (!found || entry.items % 2 == 0 || entry.items < kMinRowsItems) return false;
+    if (entry.items % 2 == 0 || entry.items < kMinRowsItems || entry.items > kRowsTableItems) {
+      return false;
+    }
   }
   return true;
 }
-static_assert(rows_table_in_cuts(), "kRowsItemsTable: odd items, the table's shape less a cut");
+static_assert(rows_table_items_odd(), "kRowsItemsTable: odd items, at most the table's shape's");
 
 constexpr int merge_rows_items(int key_bytes, int threads, int items, int64_t row_length) {
   if (row_length <= 0) return items;
