@@ -76,8 +76,9 @@ def _lowered_method(fn: Callable, *args: Any, platform: str = "cuda") -> int:
 
 def test_the_lowering_passes_the_resolved_method():
     # The method is chosen once, at lowering (sort_method.h resolve_sort_method), from the
-    # knob: for one row of 2^20 float32 keys, auto and radix give the radix path, merge the
-    # merge sort; short rows the merge sort under auto; int32 keys alone the direct sort; a
+    # knob: for one row of 2^20 float32 keys alone ascending, auto and radix give the direct
+    # radix sort, merge the merge sort; short rows the merge sort under auto; int32 keys alone
+    # the direct sort; a
     # symbolic length ADAPTIVE (the launcher decides), or the knob's RADIX; the CPU its own
     # choice whatever the knob.
     M = _ffi.SortMethod
@@ -87,9 +88,9 @@ def test_the_lowering_passes_the_resolved_method():
     (n,) = jax.export.symbolic_shape("n")
     symbolic = jax.ShapeDtypeStruct((n,), jnp.float32)
     want = {
-        "auto": (M.RADIX, M.MERGE, M.RADIX_DIRECT, M.ADAPTIVE),
+        "auto": (M.RADIX_DIRECT, M.MERGE, M.RADIX_DIRECT, M.ADAPTIVE),
         "merge": (M.MERGE, M.MERGE, M.MERGE, M.MERGE),
-        "radix": (M.RADIX, M.RADIX, M.RADIX_DIRECT, M.RADIX),
+        "radix": (M.RADIX_DIRECT, M.RADIX_DIRECT, M.RADIX_DIRECT, M.RADIX),
     }
     for knob, methods in want.items():
         with _ffi.forced_sort_method(knob):
@@ -200,20 +201,23 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
                 assert one == max(merge, {M.MERGE: merge, M.RADIX: radix,
                                           M.RADIX_DIRECT: direct}[goes]), (method, n)
                 # direct: integer keys of 2, 4 or 8 bytes alone, of 2 or 4 bytes with values
-                # ascending
+                # ascending; float keys of 2 or 4 bytes alone ascending
                 direct_kind = payload == 0 or (payload == 2 and not descending and key_bytes < 8)
                 onesweep = key_bytes != 2 or _ffi.short_keys_onesweep()
-                want = takes and integer and key_bytes in (2, 4, 8) and direct_kind and onesweep
+                floats = not integer and key_bytes in (2, 4) and payload == 0 and not descending
+                want = takes and onesweep and (floats or (integer and key_bytes in (2, 4, 8)
+                                                          and direct_kind))
                 assert goes == (M.RADIX_DIRECT if want else M.RADIX if takes else M.MERGE), (
                     method, integer, n, descending)
                 # batched rows: 2-byte integer keys alone (CUB's segmented sort)
                 want = rows_take and integer and key_bytes == 2 and payload == 0 and onesweep
                 assert batched == (M.RADIX_DIRECT if want else M.RADIX if rows_take
                                    else M.MERGE), (method, integer, n, descending)
-        if key_bytes > 1 and payload != 1:  # CUB's spare buffers, no class counts
-            cub = radix - _cpu.radix_count_elements(1, n)
+        if key_bytes > 1 and payload != 1:  # CUB's spare buffers and (float32) the NaN state
+            counts = _cpu.radix_count_elements(1, n)
+            cub = radix - counts
             spares = n * (key_bytes + carried) / 4
-            assert spares < direct <= cub + spares + 129
+            assert spares + counts < direct <= cub + spares + counts + 129
         counting = key_bytes == 1 and carried == 0
         radix_possible = counting or (n > SHORTEST and key_bytes <= 4)
         wide_direct = n > SHORTEST and key_bytes == 8 and carried == 0  # (integer keys only)
@@ -259,17 +263,17 @@ def test_workspace_holds_the_radix_path(key_bytes, payload):
 def test_batched_rows_pay_no_radix_workspace():
     # The CUDA lowering (through jax.export, no GPU needed): the splits workspace is
     # (rows, per_row), with the radix path's part only for a call of one row.
-    x = jnp.zeros((8, 4096), jnp.float32)
+    x = jnp.zeros((8, 4096), jnp.int32)  # (signed keys with positions: never direct)
     exported = jax.export.export(
-        jax.jit(lambda a: jmp.sort(a)), platforms=["cuda"],
+        jax.jit(lambda a: jmp.argsort(a)), platforms=["cuda"],
         disabled_checks=_ffi.export_disabled_checks(),
     )
-    per_row = _ffi.sort_workspace_per_row(4, 0, 0, 4096)
+    per_row = _ffi.sort_workspace_per_row(4, 1, 0, 4096)
     with _ffi.forced_sort_method("radix"):
         batched = exported(x).mlir_module()
         single = exported(x[0]).mlir_module()
-        one = _ffi.sort_workspace_per_row(4, 0, 0, 4096, method=_ffi.SortMethod.RADIX, rows=1)
-    assert per_row < _cpu.radix_workspace_elements(4, 0, 1, 4096, False) <= one
+        one = _ffi.sort_workspace_per_row(4, 1, 0, 4096, method=_ffi.SortMethod.RADIX, rows=1)
+    assert per_row < _cpu.radix_workspace_elements(4, 4, 1, 4096, False) <= one
     assert f"tensor<8x{per_row}xi32>" in batched
     assert f"tensor<{one}xi32>" in single
 
@@ -330,10 +334,13 @@ def test_direct_radix_sort_gets_the_spares_in_its_workspace(dtype):
                 )
                 text = exported(*args).mlir_module()
                 rows = exported(*(a.reshape(2, n // 2) for a in args)).mlir_module()
-            empty = integer and may and method == "auto"
+            # (float32 keys alone: the ascending sort, reversed where descending, goes direct)
+            floats = dtype == "float32" and carried == 0
+            empty = (integer or floats) and may and method == "auto"
             what = (name, method, text[:3000])
             assert (f"tensor<0x{letter}>" in text) == empty, what
-            assert ("tensor<0xf32>" in text) == (empty and carried > 0), what
+            if letter != "f32":  # (the values' spare: float32 keys' own reads the same)
+                assert ("tensor<0xf32>" in text) == (empty and carried > 0), what
             # rows: 2-byte integer keys alone (CUB's segmented sort)
             rows_empty = empty and itemsize == 2 and carried == 0
             assert ("tensor<2x0x" in rows) == rows_empty, (name, method, rows[:3000])
@@ -408,9 +415,10 @@ def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
     for n in (SHORTEST + 1, 3000, 2**16 + 1, 2**20 + 3, 2**24, 2**27 + 1, 2**29 + 7, 2**31 - 1):
         need = _cuda.radix_temp_bytes(key_bytes, payload, direct, 1, n)
         have = 4 * _cpu.radix_workspace_elements(key_bytes, carried, 1, n, direct)
-        if not direct:
-            have -= 4 * _cpu.radix_count_elements(1, n)
+        have -= 4 * _cpu.radix_count_elements(1, n)  # (direct: float keys' NaN fix-up state)
         assert need <= have, (n, need, have)
+        if direct and not payload:  # (and the fix-up's spare keys, where CUB's temp storage was)
+            assert have >= key_bytes * n, (n, have)
     if key_bytes != 2 or (direct and payload):
         return
     # rows: CUB's segmented sort
@@ -498,6 +506,64 @@ def test_float_fixup_keeps_zeros_and_nans_in_input_order(rng, dtype, n):
             got = _same_three_ways(lambda a, d=descending: jmp.sort(a, descending=d), x,
                                    what=f"{dtype_id(dtype)} desc={descending}")
             assert_bits_equal(got, ref_jnp_sort(x, -1, descending), "vs reference")
+
+
+def test_float32_ascending_sorts_direct():
+    # float32 keys alone ascending, one row, on the radix path: the direct sort (CUB's float
+    # order, then the NaN fix-up), its spares in the workspace with the fix-up's state (jmp.sort
+    # descending too: the ascending sort reversed, as jnp.sort); argsort and rows keep the order
+    # keys and their spare buffers.
+    n = 2**22
+    x = jnp.zeros((n,), jnp.float32)
+
+    def text(fn, *args):
+        return jax.export.export(jax.jit(fn), platforms=["cuda"],
+                                 disabled_checks=_ffi.export_disabled_checks())(*args).mlir_module()
+
+    direct = text(lambda a: jmp.sort(a), x)
+    need = _cpu.radix_workspace_elements(4, 0, 1, n, True)
+    assert "tensor<0xf32>" in direct and f"tensor<{need}xi32>" in direct, direct[:3000]
+    assert need >= _cpu.radix_count_elements(1, n) + n
+    assert "tensor<0xf32>" in text(lambda a: jmp.sort(a, descending=True), x)
+    for fn, args in ((jmp.argsort, (x,)), (jmp.sort, (x.reshape(2, n // 2),)),
+                     (lambda a: jmp.argsort(a, descending=True), (x,))):
+        assert "tensor<0xf32>" not in text(fn, *args)
+        assert "x0xf32>" not in text(fn, *args)
+
+
+NAN_BITS = {  # a quiet NaN, another payload, their negatives (by dtype)
+    "float32": {"+nan": 0x7FC00000, "+nan'": 0x7FC00001, "-nan": 0xFFC00000, "-nan'": 0xFF800001},
+    "float16": {"+nan": 0x7E00, "+nan'": 0x7E01, "-nan": 0xFE00, "-nan'": 0xFC01},
+    "bfloat16": {"+nan": 0x7FC0, "+nan'": 0x7FC1, "-nan": 0xFFC0, "-nan'": 0xFF81},
+}
+
+
+@gpu
+@pytest.mark.parametrize("n", [SHORTEST + 1, 3 * TILE + 5, 40 * TILE + 3, 2**20 + 1])
+@pytest.mark.parametrize("case", ["none", "+nan", "+nan +nan'", "-nan", "all -nan", "all nans",
+                                  "-nan zeros", "+nan' -nan' plain"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_float_direct_moves_only_the_nans(rng, dtype, case, n):
+    # CUB's float order puts negative NaNs first and orders NaNs by their bits; the fix-up
+    # (radix_nan_fix.cuh) moves them last in input order, and nothing where no NaN moves (none,
+    # one positive NaN pattern): every end case, rows of one tile to hundreds (the fix-up's
+    # look-back over more than a warp's 32 tiles and more tiles than run at once).
+    if dtype != "float32" and n not in (3 * TILE + 5, 40 * TILE + 3):
+        pytest.skip("2-byte floats: two sizes")
+    dt = jnp.dtype(dtype)
+    bits = NAN_BITS[dtype]
+    names = case.split()
+    as_keys = lambda b: np.array(b, f"u{dt.itemsize}").view(dt)  # noqa: E731
+    nans = as_keys([bits[k] for k in names if k in bits])
+    x = rng.standard_normal(n).astype(dt)
+    if "zeros" in names:
+        x = np.where(rng.random(n) < 0.1, rng.choice(np.array([0.0, -0.0], dt), n), x)
+    if case.startswith("all"):
+        x = rng.choice(nans if case == "all -nan" else as_keys(list(bits.values())), n)
+    elif len(nans):
+        x = np.where(rng.random(n) < 0.01, rng.choice(nans, n), x)
+    got = _same_three_ways(jmp.sort, x, what=f"{dtype} {case} n={n}")
+    assert_bits_equal(got, ref_jnp_sort(x, -1, False), f"{dtype} {case} n={n} vs reference")
 
 
 @gpu

@@ -199,19 +199,34 @@ def ragged_cases(rng: np.random.Generator) -> None:
 
 def radix_cases(rng: np.random.Generator, scanned: bool = False) -> None:
     """The radix path (tuning/radix.h): CUB's with a float fix-up, CUB's direct with a reversal
-    (4- and 8-byte keys); one-byte keys' counting sort, a block a row and in tiles (one long row;
-    unaligned rows), and counting scatter; CUB's segmented sort of rows of 2-byte keys."""
+    (4- and 8-byte keys), float32 keys alone direct with the NaN fix-up; one-byte keys' counting
+    sort, a block a row and in tiles (one long row; unaligned rows), and counting scatter; CUB's
+    segmented sort of rows of 2-byte keys."""
     with _ffi.forced_sort_method("radix"):
         f = rng.standard_normal(3 * 4096 + 5).astype(np.float32)
         f[::97] = -0.0
         want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
         check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix float")
+        # keys alone ascending go direct: NaNs of both signs and two patterns move (the fix-up)
+        f[::89] = np.array([0x7FC00000, 0xFFC00000, 0x7FC00001], np.uint32).view(np.float32)[
+            np.arange(f[::89].size) % 3]
+        want_f = np.take_along_axis(f, np.argsort(f, kind="stable"), -1)
+        check(np.asarray(jmp.sort(f)).view(np.uint32), want_f.view(np.uint32), "radix nan fix")
+        fv = np.arange(f.size, dtype=np.float32)  # (with values: the order keys' fix-up)
+        check(np.asarray(jmp.sort_by_key(f, fv)[0]).view(np.uint32), want_f.view(np.uint32),
+              "radix float pairs")
         if scanned:  # (the radix set alone: 4M keys would slow racecheck of "base" / "all")
             # a row of more than kRadixFinishSelfTiles encode blocks: its counts scanned first
             g = rng.standard_normal(1026 * 4096 + 5).astype(np.float32)
             g[::997], g[::1999] = -0.0, np.nan
             want_g = np.take_along_axis(g, np.argsort(g, kind="stable"), -1)
-            check(np.asarray(jmp.sort(g)).view(np.uint32), want_g.view(np.uint32), "radix scanned")
+            gv = np.arange(g.size, dtype=np.float32)
+            check(np.asarray(jmp.sort_by_key(g, gv)[0]).view(np.uint32), want_g.view(np.uint32),
+                  "radix scanned")
+            g[::1999] = -np.nan  # (keys alone, direct: many tiles' NaNs moved)
+            want_g = np.take_along_axis(g, np.argsort(g, kind="stable"), -1)
+            check(np.asarray(jmp.sort(g)).view(np.uint32), want_g.view(np.uint32),
+                  "radix nan fix, many tiles")
         i = rng.integers(-(2**31), 2**31 - 1, 3 * 4096 + 5).astype(np.int32)  # (direct)
         check(jmp.sort(i, descending=True), np.sort(i)[::-1], "radix direct")
         v = np.arange(i.size, dtype=np.float32)

@@ -6,7 +6,9 @@
 // (radix_sort_direct) where the workspace holds CUB's need, as the lowering sizes it for the
 // method kRadixDirect (call_args.h SortMethod): CUB sorts them as their own type from the inputs
 // into the outputs, the workspace holding its temporary storage (with its spare buffers); keys
-// alone descending are then reversed in place. Other calls sort the keys' directed order keys
+// alone descending are then reversed in place. So do float keys alone ascending, one row
+// (radix_sort_float_direct), as CUB's floats, then radix_nan_fix.cuh's NaN fix-up (two launches
+// that return at once where no NaN moves). Other calls sort the keys' directed order keys
 // (ordering.h), bit-identical to the merge sort:
 //   1. encode: the outputs <- the directed order keys (unsigned; the order is their unsigned
 //      order), and argsort's positions or the 4-byte values; float keys count, a block each,
@@ -42,6 +44,7 @@
 #include "jax_mergepath/tuning/radix.h"
 #include "jax_mergepath/tuning/workspace.h"
 #include "radix_cub.h"
+#include "radix_nan_fix.cuh"
 
 namespace jax_mergepath {
 
@@ -339,6 +342,47 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
   return reverse_rows(static_cast<Bits*>(call.out_keys), rows, n, stream);
 }
 
+// The direct radix sort of float keys alone ascending, one row (tuning/radix.h radix_direct):
+// CUB sorts them as floats (CubFloat) from the input into out_keys, then radix_nan_fix.cuh's two kernels
+// move its NaNs where ours go. The workspace: the fix-up's state (radix_count_elements(1, n)),
+// then CUB's temporary storage, which holds n spare keys and is the fix-up's spare once CUB is
+// done. *taken = false (nothing enqueued) where CUB needs more than the workspace holds.
+template <typename Traits>
+cudaError_t radix_sort_float_direct(const SortCall& call, int32_t* workspace,
+                                    int64_t workspace_elements, cudaStream_t stream,
+                                    bool* taken) {
+  using Bits = typename Traits::Bits;
+  using Key = typename CubFloat<Traits>::type;
+  static_assert(sizeof(Key) == sizeof(Bits), "the float's own bits");
+  *taken = false;
+  const int64_t n = call.length;
+  const int64_t state_elements = radix_count_elements(1, n);
+  if (call.rows != 1 || workspace_elements < state_elements) return cudaSuccess;
+  const auto* keys = static_cast<const Bits*>(call.keys);
+  auto* out = static_cast<Bits*>(call.out_keys);
+  void* temp = workspace + state_elements;
+  auto sort = [&](void* storage, size_t* bytes) {
+    return cub_radix_sort_direct<Key, false>(storage, bytes, reinterpret_cast<const Key*>(keys),
+                                             reinterpret_cast<Key*>(out), nullptr, nullptr, n,
+                                             stream);
+  };
+  size_t need = 0;
+  if (cudaError_t err = sort(nullptr, &need); err != cudaSuccess) return err;
+  size_t have = static_cast<size_t>(workspace_elements - state_elements) * sizeof(int32_t);
+  if (need > have || have < static_cast<size_t>(n) * sizeof(Bits)) return cudaSuccess;
+  *taken = true;
+  if (cudaError_t err = sort(temp, &have); err != cudaSuccess) return err;
+  const auto blocks = static_cast<unsigned>(radix_tiles(1, n).blocks);
+  auto* spare = static_cast<Bits*>(temp);
+  if (cudaError_t err = launch_kernel(radix_nan_check_kernel<Traits>, blocks, kRadixEncodeThreads,
+                                      stream, keys, out, n, spare, workspace);
+      err != cudaSuccess) {
+    return err;
+  }
+  return launch_kernel(radix_nan_fix_kernel<Traits>, blocks, kRadixEncodeThreads, stream, keys,
+                       spare, n, workspace, out);
+}
+
 // The radix path of a sort (see the top); *taken = false (and nothing enqueued) where CUB needs
 // more temporary storage than the workspace holds.
 template <typename Traits, PayloadKind kPayload>
@@ -353,6 +397,16 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
   if (rows == 1 ? n >= kRadixRowLimit
                 : !segmented_radix_possible(kKeyBytes, kPairs ? 4 : 0, rows, n)) {
     return cudaSuccess;
+  }
+  if constexpr (kFloat && kPayload == PayloadKind::kNone) {
+    if (radix_direct(false, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {
+      if (cudaError_t err = radix_sort_float_direct<Traits>(call, workspace, workspace_elements,
+                                                            stream, taken);
+          err != cudaSuccess || *taken) {
+        return err;
+      }
+      if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (as below)
+    }
   }
   if constexpr (!kFloat && kPayload != PayloadKind::kIndex) {
     if (radix_direct(true, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {

@@ -140,10 +140,18 @@ constexpr int64_t radix_min_length(int key_bytes, int payload_bytes, int64_t row
 // and the lowering leaves the sort's own spare buffers empty, so the call holds one spare array a
 // buffer either way. Keys alone descending: the ascending result reversed in place, a row at a
 // time (equal keys being equal bits; CUB's descending kernels would be more instances to build).
-// Values descending keep the order-key path (a reversal would reverse their ties).
+// Values descending keep the order-key path (a reversal would reverse their ties). Float keys
+// alone ascending (2 and 4 bytes), one row, go direct too, as CUB's floats (radix_sort.cuh
+// radix_sort_float_direct): CUB ties -0.0 with +0.0 as ordering.h does and differs only in its
+// NaNs' places, which kernels/radix_nan_fix.cuh moves where there are any to move: no encode
+// or decode pass (descending floats keep the order keys: a reversal would reverse the zeros).
 constexpr bool radix_direct(bool integer_keys, int key_bytes, PayloadKind payload,
                             int value_bytes, bool descending, int64_t rows) {
-  if (!integer_keys || (key_bytes != 2 && key_bytes != 4 && key_bytes != 8)) return false;
+  if (!integer_keys) {  // floats alone ascending, one row: CUB's own order but NaNs
+    return (key_bytes == 2 || key_bytes == 4) && payload == PayloadKind::kNone && !descending &&
+           rows == 1;
+  }
+  if (key_bytes != 2 && key_bytes != 4 && key_bytes != 8) return false;
   if (rows > 1) return key_bytes == 2 && payload == PayloadKind::kNone;
   return payload == PayloadKind::kNone ||
          (key_bytes != 8 && payload == PayloadKind::kValue && value_bytes == 4 && !descending);

@@ -119,7 +119,7 @@ inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 // int32 elements of the radix path's workspace for rows x length keys: the counting sort's
 // counts, or the encode blocks' class counts (3 a block; blocks never span two rows) and the 4
 // totals, then CUB's temporary storage (a bound in bytes / 4); the direct sort (radix_direct)
-// needs no counts but CUB's spare keys and values. CUB's segmented sort (rows) asks for its
+// needs CUB's spare keys and values, and one row the counts too (float keys' NaN fix-up). CUB's segmented sort (rows) asks for its
 // allocations each rounded up to 256 bytes plus 255: none with DoubleBuffers, the spare keys
 // direct.
 constexpr int64_t radix_count_elements(int64_t rows, int64_t length) {
@@ -146,7 +146,10 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
   const int64_t lookback_bytes = tiles * 256 * 4 + 255;
   const int64_t counters_bytes = portions * key_bytes * 4 + 255;
   const int64_t cub_bytes = bins_bytes + lookback_bytes + counters_bytes + 255 + 2 * 256;
-  if (direct) return (cub_bytes + n * (key_bytes + payload_bytes) + 2 * 255 + 3) / 4;
+  if (direct) {  // (the counts hold float keys' NaN fix-up: kernels/radix_nan_fix.cuh)
+    return radix_count_elements(1, n) +
+           (cub_bytes + n * (key_bytes + payload_bytes) + 2 * 255 + 3) / 4;
+  }
   return radix_count_elements(1, n) + (cub_bytes + 3) / 4;
 }
 
