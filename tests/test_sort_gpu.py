@@ -133,6 +133,20 @@ def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
         check(x, descending=descending)
 
 
+# Sorted rows (row_done) skip their passes' partitions as well as their merges (partition.cuh
+# row_done_of_merge): two-way passes (no quads at these sizes) over rows of which one is sorted,
+# and one presorted row of many passes, beside unsorted rows whose splits must still be found.
+@pytest.mark.parametrize(("op", "dtype", "shape"), [
+    ("argsort", np.int32, (3, 2**22 + 3)), ("sort", np.float32, (2, 2**22 + 1)),
+    ("sort", np.int32, (2**24 + 7,)), ("argsort", np.float32, (2**23 + 5,)),
+])
+def test_gpu_sorted_rows_skip_their_partitions(rng, op, dtype, shape):
+    x = sort_input(rng, dtype, shape, "random", descending=False)
+    x = np.sort(x) if len(shape) == 1 else np.stack([x[0], np.sort(x[1]), *x[2:]])
+    with _ffi.forced_sort_method("merge"):
+        (check_argsort_only if op == "argsort" else check_sort_only)(x, descending=False)
+
+
 # float32 tiles without NaN and -0.0 sort by plain compares and, keys alone, a min / max network
 # (block_sort.cuh, ordering.h PlainHeldKey); a tile with one takes the NaN-last order. "plain":
 # every tile the first way; "sparse" (a NaN or -0.0 about every 10^4 keys): both in one sort.

@@ -112,7 +112,8 @@ __global__ void __launch_bounds__(kEightWayPartitionThreads)
   const int64_t group = valid ? id / (map.tiles_per_merge + 1) : 0;
   const int64_t t = valid ? id - group * (map.tiles_per_merge + 1) : 0;
   const RowGeometry g = row_geometry(groups, group);
-  const int64_t total = valid ? g.m + g.n : 0;
+  // (a presorted row's groups: d = len = 0, no search; their blocks return at once)
+  const int64_t total = valid && !row_done_of_merge(groups, group) ? g.m + g.n : 0;
   // (int32 counts: a row is under 2^31 keys, so is its group)
   const int32_t d = static_cast<int32_t>(tile_diagonal(t, map.tile, total));
   const int32_t len = static_cast<int32_t>(eight_way_run_length(total, width, r));

@@ -145,10 +145,9 @@ __device__ __forceinline__ bool chain_broken_in_merge(const int32_t* chain_flags
 __device__ __forceinline__ bool row_done_of_tile(const MergeLayout& layout, int64_t tile_id,
                                                  const TileMap& map) {
   if (layout.mode != RowMode::kRunPairs || layout.row_done == nullptr) return false;
-  // 32-bit divisions: tiles < 2^31 (checked at launch), so merges and rows fit too.
+  // 32-bit division: tiles < 2^31 (checked at launch), so merges and rows fit too.
   const uint32_t merge = static_cast<uint32_t>(tile_id) / static_cast<uint32_t>(map.tiles_per_merge);
-  const uint32_t row = merge / static_cast<uint32_t>(layout.merges_per_row());
-  return layout.row_done[row] != 0;
+  return row_done_of_merge(layout, merge);
 }
 
 // The tile that block `blockIdx.x` of a pass over `layout` (tile map `map`: quad and eight-way

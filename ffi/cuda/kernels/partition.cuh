@@ -97,6 +97,16 @@ __device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
 }
 
 // The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
+// True iff merge `merge` of `layout` belongs to a row a sort pass leaves alone (kRunPairs,
+// row_done: a presorted row): its merge blocks return at once, so its partition searches
+// nothing (a presorted sort's passes: their partitions were most of its time).
+__device__ __forceinline__ bool row_done_of_merge(const MergeLayout& layout, int64_t merge) {
+  if (layout.mode != RowMode::kRunPairs || layout.row_done == nullptr) return false;
+  // 32-bit division: merges < 2^31 (tiles are, checked at launch)
+  const auto per_row = static_cast<uint32_t>(layout.merges_per_row());
+  return layout.row_done[static_cast<uint32_t>(merge) / per_row] != 0;
+}
+
 template <typename Traits>
 __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
                                               const typename Traits::Bits* a_all,
@@ -133,7 +143,8 @@ __global__ void partition_kernel(MergeLayout layout, const typename Traits::Bits
   const bool in_range = id < map.boundaries();  // (whole warps alike)
   RowGeometry g{};
   int64_t k = 0;
-  if (in_range) {
+  // (a done row's splits are never read; chain_flags are only for other layouts)
+  if (in_range && !row_done_of_merge(layout, merge)) {  // (whole warps alike)
     g = row_geometry(layout, merge);
     k = tile_diagonal(t, map.tile, g.m + g.n);
     int64_t split;

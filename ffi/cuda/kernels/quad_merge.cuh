@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(kQuadPartitionThreads)
   const int64_t id = int64_t{blockIdx.x} * kQuadPartitionThreads + threadIdx.x;
   if (id >= map.boundaries()) return;
   const int64_t quad = id / (map.tiles_per_merge + 1), t = id - quad * (map.tiles_per_merge + 1);
+  if (row_done_of_merge(quads, quad)) return;  // (its quad blocks return at once)
   const RowGeometry g = row_geometry(quads, quad);
   const QuadRuns runs = quad_runs(g, quads.n / 2);
   const int64_t d = tile_diagonal(t, map.tile, g.m + g.n);
