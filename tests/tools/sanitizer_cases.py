@@ -156,6 +156,10 @@ def pass_cases(rng: np.random.Generator) -> None:
             jax.config.update("jax_enable_x64", x64)
         keys = rng.integers(-(2**31), 2**31, 2**26 + 1).astype(np.int32)
         check(jmp.sort(keys), np.sort(keys), "quad sort")
+        rows = rng.integers(-(2**31), 2**31, (2, 2**23 + 3)).astype(np.int32)
+        rows[1] = np.sort(rows[1])  # (row_done: its partitions and merges skip it)
+        check(jmp.argsort(rows), np.argsort(rows, -1, kind="stable").astype(np.int32),
+              "passes beside a sorted row")
     ragged_cases(rng)
 
 
