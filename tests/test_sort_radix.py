@@ -38,6 +38,7 @@ pytestmark = pytest.mark.fast  # the fast tier (the README's test command)
 SHORTEST = 1024  # tuning/radix.h kRadixShortestRow
 TILE = 4096  # tuning/radix.h kRadixEncodeTile
 SELF_TILES = 1024  # tuning/radix.h kRadixFinishSelfTiles: longer rows scan their counts first
+NAN_FIX_BLOCKS = 1024  # tuning/radix.h kRadixNanFixBlocks: longer rows' blocks loop over tiles
 SIZES = [SHORTEST + 1, 5 * TILE - 7, 2**17 + 11]
 NARROW = [jnp.dtype(d) for d in ("float8_e4m3fn", "float8_e5m2", "int4")]
 
@@ -539,15 +540,16 @@ NAN_BITS = {  # a quiet NaN, another payload, their negatives (by dtype)
 
 
 @gpu
-@pytest.mark.parametrize("n", [SHORTEST + 1, 3 * TILE + 5, 40 * TILE + 3, 2**20 + 1])
+@pytest.mark.parametrize("n", [SHORTEST + 1, 3 * TILE + 5, 40 * TILE + 3, 2**20 + 1,
+                               (NAN_FIX_BLOCKS + 76) * TILE + 3])
 @pytest.mark.parametrize("case", ["none", "+nan", "+nan +nan'", "-nan", "all -nan", "all nans",
                                   "-nan zeros", "+nan' -nan' plain"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_float_direct_moves_only_the_nans(rng, dtype, case, n):
     # CUB's float order puts negative NaNs first and orders NaNs by their bits; the fix-up
     # (radix_nan_fix.cuh) moves them last in input order, and nothing where no NaN moves (none,
-    # one positive NaN pattern): every end case, rows of one tile to hundreds (the fix-up's
-    # look-back over more than a warp's 32 tiles and more tiles than run at once).
+    # one positive NaN pattern): every end case, rows of one tile to over a thousand (the fix-up's
+    # look-back over more than a warp's 32 tiles, and blocks that loop over several tiles).
     if dtype != "float32" and n not in (3 * TILE + 5, 40 * TILE + 3):
         pytest.skip("2-byte floats: two sizes")
     dt = jnp.dtype(dtype)

@@ -5,16 +5,19 @@
 // every NaN last, in input order. Its output is [m negative NaNs | the other keys, in our order |
 // p positive NaNs]; where m = 0 and the p NaNs have one bit pattern (no NaN at all, most often)
 // it is ours already; else ("moved") the other keys go m places down and the NaNs, in input
-// order, after them. Two kernels, a block an encode tile (tuning/radix.h kRadixEncodeTile):
+// order, after them. Two kernels of at most kRadixNanFixBlocks blocks (tuning/radix.h: an empty
+// block costs its launch), each block the encode tiles (kRadixEncodeTile) b, b + grid, ...:
 //   check: every block finds m and p (two loads; a warp's 32-way search at an end that holds a
-//     NaN); moved: copies its tile of the output to `spare` and writes its tile's count of input
-//     NaNs; block 0 writes the state {moved, m, p}.
-//   fix: reads the state and returns unless moved; then out[i] <- spare[i + m] for its tile's
-//     i < n - m - p, and its tile's input NaNs, in input order, to out[n - m - p + the NaNs of
-//     the tiles before it (a look-back over the tiles' counts) + its own rank (a block scan)].
+//     NaN); moved: copies its tiles of the output to `spare` and writes each tile's count of
+//     input NaNs; block 0 writes the state {moved, m, p}.
+//   fix: reads the state and returns unless moved; then out[i] <- spare[i + m] for a tile's
+//     i < n - m - p, and the tile's input NaNs, in input order, to out[n - m - p + the NaNs of
+//     the tiles before it (a look-back over the tiles' counts) + their rank (a block scan)].
 // The fix writes out only from spare and the input (two disjoint ranges of it), so its blocks
-// need no order; the look-back never waits (every tile's entry holds a count before it runs). Where nothing moved each kernel costs its launch and two loads
-// (check) or one (fix). n < 2^31 (one row: tuning/radix.h kRadixRowLimit).
+// need no order; the look-back never waits (every tile's entry holds a count before it runs;
+// a block's own earlier tile holds a prefix, so a walk is at most a grid's tiles long). Where
+// nothing moved each block costs two loads (check) or one (fix). n < 2^31 (one row:
+// tuning/radix.h kRadixRowLimit).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -102,14 +105,13 @@ template <typename Traits>
 __global__ void __launch_bounds__(kRadixEncodeThreads)
     radix_nan_check_kernel(const typename Traits::Bits* keys, const typename Traits::Bits* out,
                            int64_t n, typename Traits::Bits* spare, int32_t* state) {
+  __shared__ BlockScanStorage<int32_t, kRadixEncodeThreads> scan_storage;
   __shared__ NanEnds ends;
-  __shared__ int32_t tile_nans;
   grid_prologue();
   if (threadIdx.x < 32) {
     const NanEnds e = nan_ends<Traits>(out, n);
     if (threadIdx.x == 0) {
       ends = e;
-      tile_nans = 0;
       if (blockIdx.x == 0) {
         state[0] = e.moved;
         state[1] = static_cast<int32_t>(e.m);
@@ -119,21 +121,22 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   }
   __syncthreads();
   if (!ends.moved) return;
-  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
-  int nans = 0;
+  auto* entries = reinterpret_cast<uint64_t*>(state + kNanState);
+  for (int64_t tile = blockIdx.x; tile * kRadixEncodeTile < n; tile += gridDim.x) {
+    const int64_t base = tile * kRadixEncodeTile;
+    int nans = 0;
 #pragma unroll 4
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
-    if (i < n) {
-      spare[i] = out[i];
-      nans += Traits::is_nan(keys[i]);
+    for (int j = 0; j < kRadixEncodeItems; ++j) {
+      const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
+      if (i < n) {
+        spare[i] = out[i];
+        nans += Traits::is_nan(keys[i]);
+      }
     }
-  }
-  if (nans) atomicAdd(&tile_nans, nans);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    auto* tiles = reinterpret_cast<uint64_t*>(state + kNanState);
-    tiles[blockIdx.x] = kTileOwn << 32 | static_cast<uint32_t>(tile_nans);
+    int32_t total;
+    block_exclusive_sum(nans, total, scan_storage);
+    if (threadIdx.x == 0) entries[tile] = kTileOwn << 32 | static_cast<uint32_t>(total);
+    __syncthreads();  // (the scan storage is written again)
   }
 }
 
@@ -147,38 +150,42 @@ __global__ void __launch_bounds__(kRadixEncodeThreads)
   grid_prologue();
   if (!state[0]) return;
   const int64_t m = state[1], kept = n - m - state[2];
-  const int64_t base = int64_t{blockIdx.x} * kRadixEncodeTile;
+  auto* entries = reinterpret_cast<uint64_t*>(state + kNanState);
+  for (int64_t tile = blockIdx.x; tile * kRadixEncodeTile < n; tile += gridDim.x) {
+    const int64_t base = tile * kRadixEncodeTile;
 #pragma unroll 4
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
-    if (i < kept) out[i] = spare[i + m];
-  }
-  // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
-  const int64_t first = base + int64_t{threadIdx.x} * kRadixEncodeItems;
-  int own = 0;
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    if (first + j < n) own += Traits::is_nan(keys[first + j]);
-  }
-  int32_t total;
-  const int32_t rank = block_exclusive_sum(own, total, scan_storage);
-  auto* tiles = reinterpret_cast<uint64_t*>(state + kNanState);
-  if (threadIdx.x < 32) {
-    const int64_t before = warp_nans_before(tiles, blockIdx.x);
-    if (threadIdx.x == 0) {
-      nans_before = before;
-      // (one 64-bit store: a reader sees the own count or the prefix, either adds up)
-      *static_cast<volatile uint64_t*>(tiles + blockIdx.x) =
-          kTilePrefix << 32 | static_cast<uint32_t>(before + total);
+    for (int j = 0; j < kRadixEncodeItems; ++j) {
+      const int64_t i = base + int64_t{j} * kRadixEncodeThreads + threadIdx.x;
+      if (i < kept) out[i] = spare[i + m];
     }
-  }
-  __syncthreads();
-  if (own == 0) return;
-  int64_t at = kept + nans_before + rank;
-  for (int j = 0; j < kRadixEncodeItems; ++j) {
-    if (first + j < n) {
-      const Bits raw = keys[first + j];
-      if (Traits::is_nan(raw)) out[at++] = raw;
+    // Thread t holds keys [t * items, (t + 1) * items) of the tile: ranks in input order.
+    const int64_t first = base + int64_t{threadIdx.x} * kRadixEncodeItems;
+    int own = 0;
+    for (int j = 0; j < kRadixEncodeItems; ++j) {
+      if (first + j < n) own += Traits::is_nan(keys[first + j]);
     }
+    int32_t total;
+    const int32_t rank = block_exclusive_sum(own, total, scan_storage);
+    if (threadIdx.x < 32) {
+      const int64_t before = warp_nans_before(entries, tile);
+      if (threadIdx.x == 0) {
+        nans_before = before;
+        // (one 64-bit store: a reader sees the own count or the prefix, either adds up)
+        *static_cast<volatile uint64_t*>(entries + tile) =
+            kTilePrefix << 32 | static_cast<uint32_t>(before + total);
+      }
+    }
+    __syncthreads();
+    if (own > 0) {
+      int64_t at = kept + nans_before + rank;
+      for (int j = 0; j < kRadixEncodeItems; ++j) {
+        if (first + j < n) {
+          const Bits raw = keys[first + j];
+          if (Traits::is_nan(raw)) out[at++] = raw;
+        }
+      }
+    }
+    __syncthreads();  // (nans_before and the scan storage are written again)
   }
 }
 

@@ -372,7 +372,9 @@ cudaError_t radix_sort_float_direct(const SortCall& call, int32_t* workspace,
   if (need > have || have < static_cast<size_t>(n) * sizeof(Bits)) return cudaSuccess;
   *taken = true;
   if (cudaError_t err = sort(temp, &have); err != cudaSuccess) return err;
-  const auto blocks = static_cast<unsigned>(radix_tiles(1, n).blocks);
+  const int64_t tiles = radix_tiles(1, n).blocks;
+  const auto blocks =
+      static_cast<unsigned>(tiles < kRadixNanFixBlocks ? tiles : kRadixNanFixBlocks);
   auto* spare = static_cast<Bits*>(temp);
   if (cudaError_t err = launch_kernel(radix_nan_check_kernel<Traits>, blocks, kRadixEncodeThreads,
                                       stream, keys, out, n, spare, workspace);

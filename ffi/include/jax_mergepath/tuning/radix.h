@@ -31,6 +31,10 @@ inline constexpr int kRadixScanThreads = 1024;
 // row's counts itself (a launch fewer for the launch-bound sorts; a block reads 3 x this many
 // int32 at most).
 inline constexpr int64_t kRadixFinishSelfTiles = 1024;
+// The float keys' NaN fix-up (kernels/radix_nan_fix.cuh) launches at most this many blocks, each
+// looping over tiles: where no NaN moves, a block reads two keys and exits, and a block a tile
+// cost 40 us a kernel at 2^27 keys (H200, 32768 blocks).
+inline constexpr int64_t kRadixNanFixBlocks = 1024;
 
 // Keys of one byte alone (bool, int8, uint8) take the radix path as a counting sort
 // (ffi/cuda/kernels/counting_sort.cuh): a row's output is its 256 directed order keys, each
