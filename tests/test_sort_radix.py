@@ -418,8 +418,6 @@ def test_cub_temp_storage_within_the_bound(key_bytes, payload, direct):
         have = 4 * _cpu.radix_workspace_elements(key_bytes, carried, 1, n, direct)
         have -= 4 * _cpu.radix_count_elements(1, n)  # (direct: float keys' NaN fix-up state)
         assert need <= have, (n, need, have)
-        if direct and not payload:  # (and the fix-up's spare keys, where CUB's temp storage was)
-            assert have >= key_bytes * n, (n, have)
     if key_bytes != 2 or (direct and payload):
         return
     # rows: CUB's segmented sort
@@ -524,7 +522,6 @@ def test_float32_ascending_sorts_direct():
     direct = text(lambda a: jmp.sort(a), x)
     need = _cpu.radix_workspace_elements(4, 0, 1, n, True)
     assert "tensor<0xf32>" in direct and f"tensor<{need}xi32>" in direct, direct[:3000]
-    assert need >= _cpu.radix_count_elements(1, n) + n
     assert "tensor<0xf32>" in text(lambda a: jmp.sort(a, descending=True), x)
     for fn, args in ((jmp.argsort, (x,)), (jmp.sort, (x.reshape(2, n // 2),)),
                      (lambda a: jmp.argsort(a, descending=True), (x,))):

@@ -16,8 +16,8 @@
 // The fix writes out only from spare and the input (two disjoint ranges of it), so its blocks
 // need no order; the look-back never waits (every tile's entry holds a count before it runs;
 // a block's own earlier tile holds a prefix, so a walk is at most a grid's tiles long). Where
-// nothing moved each block costs two loads (check) or one (fix). n < 2^31 (one row:
-// tuning/radix.h kRadixRowLimit).
+// nothing moved each block costs two loads (check; and the search where an end holds a NaN) or
+// one (fix). n < 2^31 (one row: tuning/radix.h kRadixRowLimit).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -126,8 +126,8 @@ constexpr bool radix_possible(int key_bytes, int payload_bytes, int64_t rows, in
 // kSegmentedRadixMinLength; one row of 8-byte integer keys (direct) from 2^22, of 2-byte keys
 // from 2^18 with a payload (2^19 alone: their kernel wins from 2^18 too, the path's extra
 // launches lost it), of 4-byte keys from 2^18 (H200, separate calls and inside a jitted scan: at
-// 2^18 the radix path ran with XLA's own CUB sort on four machines; the merge sort was 0.87-0.96x
-// of it on three, 1.1-1.35x on one).
+// 2^18 the radix path ran level with XLA's own CUB sort inside the scan on three machines of
+// four; the merge sort was 0.87-0.91x of XLA on those three, 0.96-1.12x on the fourth).
 constexpr int64_t radix_min_length(int key_bytes, int payload_bytes, int64_t rows) {
   if (counting_possible(key_bytes, payload_bytes, 1)) return kCountingMinLength;
   if (key_bytes == 1) return kScatterMinLength;
