@@ -2,9 +2,9 @@
 // unit: most of its compile time is CUB's headers, paid once (docs/performance.md, "Kernel
 // instances"). Order keys of 2 and 4 bytes alone and with a 4-byte payload; integer keys direct, as
 // their own signed or unsigned type (the unsigned ones share the order keys' kernels): 2 and 4
-// bytes alone and with 4-byte values, 8 bytes alone; float keys of 2 and 4 bytes alone direct, as CUB's floats
-// (tuning/radix.h radix_direct); rows (CUB's segmented sort) of 2-byte order keys alone and with a
-// 4-byte payload, and of 2-byte integer keys alone direct.
+// bytes alone and with 4-byte values, 8 bytes alone; float keys of 2 and 4 bytes alone direct, as
+// CUB's floats (tuning/radix.h radix_direct); rows (CUB's segmented sort) of 2-byte order keys
+// alone and with a 4-byte payload, and of 2-byte integer keys alone direct.
 #include "../kernels/radix_cub.cuh"
 
 namespace jax_mergepath {

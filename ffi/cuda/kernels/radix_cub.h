@@ -6,9 +6,9 @@
 //     (kPairs) or none (buffers.values unused), ping-ponging between keys[0] / keys[1]
 //     (values[0] / values[1]); the sorted data ends in keys[*key_side] (values[*value_side]).
 //   cub_radix_sort_direct: n keys of their own type Key (signed or unsigned integers; floats,
-//     CubFloat: CUB's float order, -0.0 tied with +0.0, NaNs by their bits at both ends), ascending,
-//     from keys_in (never written) into keys_out, with 4-byte values from values_in into
-//     values_out (kPairs) or none (both unused), CUB's spare buffers inside temp.
+//     CubFloat: CUB's float order, -0.0 tied with +0.0, NaNs by their bits at both ends),
+//     ascending, from keys_in (never written) into keys_out, with 4-byte values from values_in
+//     into values_out (kPairs) or none (both unused), CUB's spare buffers inside temp.
 //   cub_segmented_radix_sort, cub_segmented_radix_sort_keys_direct: the same over rows x length
 //     keys (rows > 1, each row sorted on its own; CUB's segmented sort, a block a row), the
 //     direct one for keys alone.

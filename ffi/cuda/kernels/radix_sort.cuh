@@ -343,10 +343,10 @@ cudaError_t radix_sort_direct(const SortCall& call, int32_t* workspace, int64_t 
 }
 
 // The direct radix sort of float keys alone ascending, one row (tuning/radix.h radix_direct):
-// CUB sorts them as floats (CubFloat) from the input into out_keys, then radix_nan_fix.cuh's two kernels
-// move its NaNs where ours go. The workspace: the fix-up's state (radix_count_elements(1, n)),
-// then CUB's temporary storage, which holds n spare keys and is the fix-up's spare once CUB is
-// done. *taken = false (nothing enqueued) where CUB needs more than the workspace holds.
+// CUB sorts them as floats (CubFloat) from the input into out_keys, then radix_nan_fix.cuh's two
+// kernels move its NaNs where ours go. The workspace: the fix-up's state (radix_count_elements(1,
+// n)), then CUB's temporary storage, at least n keys long (checked), the fix-up's spare once
+// CUB is done. *taken = false (nothing enqueued) where CUB needs more than the workspace holds.
 template <typename Traits>
 cudaError_t radix_sort_float_direct(const SortCall& call, int32_t* workspace,
                                     int64_t workspace_elements, cudaStream_t stream,

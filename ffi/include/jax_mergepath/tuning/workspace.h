@@ -116,12 +116,12 @@ constexpr int64_t scatter_workspace_elements(int64_t n) {
 inline constexpr int64_t kRadixMinOnesweepTile = 3840;
 inline constexpr int64_t kRadixPortionAtLeast = int64_t{1} << 27;
 
-// int32 elements of the radix path's workspace for rows x length keys: the counting sort's
-// counts, or the encode blocks' class counts (3 a block; blocks never span two rows) and the 4
-// totals, then CUB's temporary storage (a bound in bytes / 4); the direct sort (radix_direct)
-// needs CUB's spare keys and values, and one row the counts too (float keys' NaN fix-up). CUB's segmented sort (rows) asks for its
-// allocations each rounded up to 256 bytes plus 255: none with DoubleBuffers, the spare keys
-// direct.
+// int32 elements of the radix path's workspace for rows x length keys: the counting sort's counts,
+// or the encode blocks' class counts (3 a block; blocks never span two rows) and the 4 totals, then
+// CUB's temporary storage (a bound in bytes / 4); the direct sort (radix_direct) needs CUB's spare
+// keys and values, and one row the counts too (float keys' NaN fix-up). CUB's segmented sort (rows)
+// asks for its allocations each rounded up to 256 bytes plus 255: none with DoubleBuffers, the
+// spare keys direct.
 constexpr int64_t radix_count_elements(int64_t rows, int64_t length) {
   return 3 * rows * ((length + kRadixEncodeTile - 1) / kRadixEncodeTile) + 4;
 }
