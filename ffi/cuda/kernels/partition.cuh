@@ -96,7 +96,6 @@ __device__ __forceinline__ int64_t search_row_keys(const RowGeometry& g,
   return search(raw_a, raw_b, order);
 }
 
-// The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
 // True iff merge `merge` of `layout` belongs to a row a sort pass leaves alone (kRunPairs,
 // row_done: a presorted row): its merge blocks return at once, so its partition searches
 // nothing (a presorted sort's passes: their partitions were most of its time).
@@ -107,6 +106,7 @@ __device__ __forceinline__ bool row_done_of_merge(const MergeLayout& layout, int
   return layout.row_done[static_cast<uint32_t>(merge) / per_row] != 0;
 }
 
+// The split of diagonal k of merge g by the calling warp (warp_co_rank). All lanes return it.
 template <typename Traits>
 __device__ __forceinline__ int64_t warp_split(const RowGeometry& g,
                                               const typename Traits::Bits* a_all,

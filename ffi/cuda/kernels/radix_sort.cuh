@@ -400,23 +400,17 @@ cudaError_t radix_sort(const SortCall& call, int32_t* workspace, int64_t workspa
                 : !segmented_radix_possible(kKeyBytes, kPairs ? 4 : 0, rows, n)) {
     return cudaSuccess;
   }
-  if constexpr (kFloat && kPayload == PayloadKind::kNone) {
-    if (radix_direct(false, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {
-      if (cudaError_t err = radix_sort_float_direct<Traits>(call, workspace, workspace_elements,
-                                                            stream, taken);
-          err != cudaSuccess || *taken) {
-        return err;
+  // (radix_direct admits integer keys alone or with values, float keys alone)
+  if constexpr (kPayload == PayloadKind::kNone || (!kFloat && kPayload == PayloadKind::kValue)) {
+    if (radix_direct(!kFloat, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {
+      cudaError_t err;
+      if constexpr (kFloat) {
+        err = radix_sort_float_direct<Traits>(call, workspace, workspace_elements, stream, taken);
+      } else {
+        err = radix_sort_direct<Traits, kPayload>(call, workspace, workspace_elements, stream,
+                                                  taken);
       }
-      if (call.spare_keys == nullptr) return cudaErrorInvalidValue;  // (as below)
-    }
-  }
-  if constexpr (!kFloat && kPayload != PayloadKind::kIndex) {
-    if (radix_direct(true, kKeyBytes, kPayload, call.value_bytes, call.descending, rows)) {
-      if (cudaError_t err = radix_sort_direct<Traits, kPayload>(call, workspace,
-                                                                workspace_elements, stream, taken);
-          err != cudaSuccess || *taken) {
-        return err;
-      }
+      if (err != cudaSuccess || *taken) return err;
       if (call.spare_keys == nullptr || (kPayload != PayloadKind::kNone &&
                                          call.spare_payload == nullptr)) {
         return cudaErrorInvalidValue;  // (kRadixDirect: the bound held short; see the top)

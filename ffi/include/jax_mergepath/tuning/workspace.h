@@ -146,11 +146,9 @@ constexpr int64_t radix_workspace_elements(int key_bytes, int payload_bytes, int
   const int64_t lookback_bytes = tiles * 256 * 4 + 255;
   const int64_t counters_bytes = portions * key_bytes * 4 + 255;
   const int64_t cub_bytes = bins_bytes + lookback_bytes + counters_bytes + 255 + 2 * 256;
-  if (direct) {  // (the counts hold float keys' NaN fix-up: kernels/radix_nan_fix.cuh)
-    return radix_count_elements(1, n) +
-           (cub_bytes + n * (key_bytes + payload_bytes) + 2 * 255 + 3) / 4;
-  }
-  return radix_count_elements(1, n) + (cub_bytes + 3) / 4;
+  // (direct: CUB's spare keys and values too; the counts then hold float keys' NaN fix-up)
+  const int64_t spares_bytes = direct ? n * (key_bytes + payload_bytes) + 2 * 255 : 0;
+  return radix_count_elements(1, n) + (cub_bytes + spares_bytes + 3) / 4;
 }
 
 // The radix path's workspace a row of a batched call (rows >= 1 unknown at lowering: a shard of
