@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from collections.abc import Callable
 
 import jax
@@ -28,7 +27,8 @@ import numpy as np
 from jax import lax
 
 import jax_mergepath as jmp
-from jax_mergepath import _cpu, _ffi
+from jax_mergepath import _cpu
+from perf.sort_grid import compiled, per_call
 
 LOG2 = [10, 12, 14, 16, 17, 18, 19, 20]
 DTYPES = ["float32", "int32"]
@@ -76,25 +76,6 @@ def scan_fn(op: str, dtype: str, who: str, steps: int) -> Callable:
     return run
 
 
-def compiled(fn: Callable, x: jax.Array, method: str | None) -> Callable:
-    if method is None:
-        f = jax.jit(fn).lower(x).compile()
-    else:
-        with _ffi.forced_sort_method(method):
-            f = jax.jit(fn).lower(x).compile()
-    jax.block_until_ready(f(x))
-    return f
-
-
-def timed(f: Callable, x: jax.Array, calls: int) -> float:
-    t0 = time.perf_counter()
-    out = x
-    for _ in range(calls):
-        out = f(x)
-    jax.block_until_ready(out)
-    return (time.perf_counter() - t0) / calls
-
-
 def run_cell(op: str, dtype: str, log2: int, steps: int, rounds: int) -> dict:
     n = 1 << log2
     x = jax.random.bits(jax.random.key(log2), (n,), jnp.uint32)
@@ -103,19 +84,19 @@ def run_cell(op: str, dtype: str, log2: int, steps: int, rounds: int) -> dict:
     auto_radix = _cpu.sort_takes_radix(0, 4, payload, 1, n, dtype == "int32")
     dispatched = "radix" if auto_radix else "merge"
     variants = {
-        "hash": compiled(scan_fn(op, dtype, "hash", steps), x, None),
-        "xla": compiled(scan_fn(op, dtype, "xla", steps), x, None),
-        "merge": compiled(scan_fn(op, dtype, "ours", steps), x, "merge"),
+        "hash": compiled(scan_fn(op, dtype, "hash", steps), (x,), None),
+        "xla": compiled(scan_fn(op, dtype, "xla", steps), (x,), None),
+        "merge": compiled(scan_fn(op, dtype, "ours", steps), (x,), "merge"),
     }
     if radix_possible:
-        variants["radix"] = compiled(scan_fn(op, dtype, "ours", steps), x, "radix")
+        variants["radix"] = compiled(scan_fn(op, dtype, "ours", steps), (x,), "radix")
     outs = {k: np.asarray(f(x)) for k, f in variants.items() if k != "hash"}
     agree = all(np.array_equal(o, outs["xla"]) for o in outs.values())
-    calls = max(2, min(50, int(0.05 / max(timed(variants["xla"], x, 1), 1e-6))))
+    calls = max(2, min(50, int(0.05 / max(per_call(variants["xla"], (x,), 1), 1e-6))))
     samples: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(rounds):
         for k, f in variants.items():
-            samples[k].append(timed(f, x, calls) / steps)
+            samples[k].append(per_call(f, (x,), calls) / steps)
     t = {k: statistics.median(v) for k, v in samples.items()}
     t["auto"] = t[dispatched]
     return {"op": op, "dtype": dtype, "log2": log2, "dispatched": dispatched, "agree": agree,

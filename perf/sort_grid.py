@@ -43,8 +43,6 @@ import jax_mergepath as jmp
 from jax_mergepath import _cpu, _ffi
 from perf.bench.trace import traced
 
-jax.config.update("jax_enable_x64", True)
-
 FLOOR = 0.97  # the speed floor: as dispatched at least this x the fastest XLA spelling
 
 DTYPES_1D = ["bool", "int8", "uint8", "int16", "float16", "bfloat16", "int32", "uint32",
@@ -283,6 +281,7 @@ def main() -> None:
     p.add_argument("--recheck", default="", help="a grid's JSON: its cells below the floor")
     p.add_argument("--runs", type=int, default=5, help="runs a rechecked cell")
     a = p.parse_args()
+    jax.config.update("jax_enable_x64", True)
     if a.recheck:
         recheck(a.recheck, a.runs, a.rounds, a.target_ms / 1e3, a.json)
         return
