@@ -3,15 +3,16 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 
     python3 perf/gpu/probe_cases.py CASE [--calls N]     # from the repository root
 
-Cases: vmap512 (2^17 rows x 512+512 int32 merge), vmap32 (2^21 x 32+32), vmap4096 (2^14 x
-4096+4096), vmapNi (the same with return_indices, e.g. vmap32i), merge_i32 / merge_f32 / merge_f64
-/ merge_i64 (2^26 + 2^26; merge_i32_N etc.: 2^N outputs), sort_presorted (int32 2^27 already
-sorted), sort_i32 / sort_i64 / argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N),
-sort_i32_N (int32 2^N random, e.g. sort_i32_20), search (searchsorted of 2^23 sorted queries in
-2^23 sorted int32; search_N: 2^N in 2^N), rows64 / rows512 / rows4096 (2^26 int32 sorted as rows of
-that length), plus1_f32 (x + 1 of 2^27 float32: an XLA kernel of a merge's bytes), plus1_small (x +
-1 of 1024 int32: the dispatch floor), is_sorted_20 (is_sorted of int32 2^20 random), stream /
-stream_jnp (examples/sorted_stream.py --size gpu, one scan of 32 steps, jax_mergepath / jnp only).
+Cases: vmapD (2^25 / D rows of D+D int32 merged: vmap512 2^16 rows, vmap16 2^21), vmapNi (the same
+with return_indices, e.g. vmap32i), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26;
+merge_i32_N etc.: 2^N outputs), sort_presorted (int32 2^27 already sorted), sort_i32 / sort_i64 /
+argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N), sort_i32_N / argsort_i32_N (int32 2^N
+random, e.g. sort_i32_20), search (searchsorted of 2^23 sorted queries in 2^23 sorted int32;
+search_N: 2^N in 2^N), rows64 / rows512 / rows4096 (2^26 int32 sorted as rows of that length),
+plus1_f32 (x + 1 of 2^27 float32: an XLA kernel of a merge's bytes), plus1_small (x + 1 of 1024
+int32: the dispatch floor), is_sorted_20 (is_sorted of int32 2^20 random), stream / stream_jnp
+(examples/sorted_stream.py --size gpu, one scan of 32 steps, jax_mergepath / jnp only), topk_R_D_K
+(top_k of R rows of D float32 normals, k = K: its indices against lax.top_k's).
 """
 
 from __future__ import annotations
@@ -71,16 +72,23 @@ def case(name: str):
         want = jax.jit(partial(ss.run, steps=32, batch=2**16, insert=ss.jnp_insert))(
             queue, jax.random.key(0))
         return (lambda q, k: f(q, k)[0][0]), (queue, jax.random.key(0)), want[0][0]
+    if sized := re.fullmatch(r"topk_(\d+)_(\d+)_(\d+)", name):  # top_k of R x D float32, k = K
+        rows, d, k = (int(g) for g in sized.groups())
+        x = jax.random.normal(jax.random.key(9), (rows, d), jnp.float32)
+        return (jax.jit(lambda v: jmp.top_k(v, k)[1]), (x,),
+                jax.lax.top_k(x, k)[1])
     if name == "plus1_f32":  # one XLA kernel reading and writing as much as a 2^27 merge
         x = jax.random.normal(jax.random.key(6), (2**27,), jnp.float32)
         return jax.jit(lambda v: v + 1), (x,), x + 1
     if name == "plus1_small":  # the dispatch floor: a jitted call with almost no GPU work
         x = jnp.arange(1024, dtype=jnp.int32)
         return jax.jit(lambda v: v + 1), (x,), x + 1
-    if sized := re.fullmatch(r"sort_i32_(\d+)", name):  # a sort of 2^N random int32
+    if sized := re.fullmatch(r"(arg)?sort_i32_(\d+)", name):  # (arg)sort of 2^N random int32
         # (sort_i32_20: host work and launches weigh most)
-        x = jax.random.randint(jax.random.key(4), (2 ** int(sized[1]),), -(2**30), 2**30,
+        x = jax.random.randint(jax.random.key(4), (2 ** int(sized[2]),), -(2**30), 2**30,
                                jnp.int32)
+        if sized[1]:
+            return jax.jit(jmp.argsort), (x,), jnp.argsort(x, stable=True).astype(jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)
     if name == "is_sorted_20":  # the check every sort with passes runs first (random keys)
         x = jax.random.randint(jax.random.key(4), (2**20,), -(2**30), 2**30, jnp.int32)
