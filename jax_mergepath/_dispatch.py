@@ -276,6 +276,8 @@ def merge_rows(
         return keys, None
     if _kernel_way(m + n, a.dtype):
         vals = tuple(_value_in(v) for v in values) if payload == Payload.VALUE else ()
+        if full_rows:  # (the kernel reads no lengths then: empty ones cost no broadcast)
+            a_valid = b_valid = jnp.zeros((*a.shape[:-1], 0), np.int32)
         outs = merge_p.bind(
             to_kernel(a), to_kernel(b), a_valid, b_valid, *vals, descending=descending,
             payload=int(payload), runs=False, full_rows=full_rows,

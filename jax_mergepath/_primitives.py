@@ -9,9 +9,10 @@ merge_p(a, b, a_valid, b_valid, *values, descending, payload, runs, full_rows)
     -> [out, payload_out?]
   a (*B, m), b (*B, n), a_valid / b_valid int32 (*B); payload NONE / INDEX / VALUE (values:
   va (*B, m), vb (*B, n)). runs=True: a == b == x (*B, d), a_valid == b_valid == split; the
-  kernel reads only a. out is (*B, m + n) (runs: (*B, d)). full_rows=True (not runs): a_valid
-  and b_valid are known at trace time to be m and n, so the kernels ignore them and may take
-  their full-row paths (the CUDA rows kernel).
+  kernel reads only a. out is (*B, m + n) (runs: (*B, d)). full_rows=True (not runs): every
+  row is whole (m and n valid), known at trace time, so the kernels read no lengths and may take
+  their full-row paths (the CUDA rows kernel); a_valid / b_valid are then empty, (*B, 0), so
+  nothing is materialized for them (a vmap would broadcast one a row).
 merge_ragged_p(x, starts, lengths, *values, descending, out_length) -> [out, values_out?]
   x (*B, span) holds G <= 8 sorted, disjoint runs a row, run r at x[..., starts[r]:][:lengths[r]]
   (starts, lengths int32 (*B, G), clamped into the row); out (*B, out_length) their stable merge

@@ -268,6 +268,36 @@ def test_nested_vmap_and_ragged_vmap_lower_to_one_call():
     assert _count_custom_calls(textb) == _count_custom_calls(text1) >= 1
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [jmp.merge, functools.partial(jmp.merge, return_indices=True), jmp.merge_by_key],
+    ids=["merge", "merge_indices", "merge_by_key"],
+)
+def test_full_row_merges_pass_empty_lengths(fn):
+    # Whole rows need no lengths: the call gets empty ones, so a vmap broadcasts nothing a row
+    # (a 2^21-row vmap spent a kernel writing two lengths a row before the merge).
+    spec = jax.ShapeDtypeStruct
+    args = [spec((4096, 16), jnp.int32)] * (4 if fn is jmp.merge_by_key else 2)
+    for text in (jax.jit(jax.vmap(fn)).lower(*args).as_text(),
+                 jax.jit(fn).lower(*args).as_text()):
+        calls = [line for line in text.splitlines() if "@jmp_merge(" in line]
+        assert len(calls) == 1, text
+        operands = re.search(r": \((.*)\) ->", calls[0]).group(1).split(", ")
+        assert operands[2:4] == ["tensor<4096x0xi32>"] * 2, calls[0]
+
+
+def test_full_row_merge_still_takes_a_length_a_row(rng):
+    # Programs exported before the empty lengths pass one length a row with full_rows: the
+    # handler still takes them (and reads none).
+    from jax_mergepath._primitives import merge_p
+
+    a, b = sorted_keys(rng, np.int32, (6, 40)), sorted_keys(rng, np.int32, (6, 25))
+    rows = [jnp.full((6,), 40, jnp.int32), jnp.full((6,), 25, jnp.int32)]
+    out = jax.jit(lambda x, y, la, lb: merge_p.bind(
+        x, y, la, lb, descending=False, payload=0, runs=False, full_rows=True))(a, b, *rows)
+    assert_bits_equal(out[0], ref_merge(a, b)[0], "full_rows with a length a row")
+
+
 def test_vmap_merge_by_key_lowers_to_no_loop():
     spec = jax.ShapeDtypeStruct
     args1 = [spec((64,), jnp.float32), spec((33,), jnp.float32)] * 2

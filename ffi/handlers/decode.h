@@ -113,7 +113,9 @@ auto bind_is_sorted(Binding binding) {
 // values (payload 2: two arrays). Results: out, then the payload output (payload 1 or 2).
 // runs=true: a holds rows of [A | B], a_valid holds the split; b / b_valid are ignored.
 // full_rows=true (not runs): the lengths are every row's full m and n, known when the call was
-// traced, so the layout has none (the kernels' full-row paths; the buffers are still checked).
+// traced, so the layout has none (the kernels' full-row paths) and the length buffers are not
+// read: any element count (the Python side passes empty ones, so nothing is materialized for
+// them; programs exported before it pass one a row).
 inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
                                             ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
                                             const ffi::RemainingArgs& values,
@@ -157,11 +159,11 @@ inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
     call.layout.b_valid = b_valid.typed_data<int32_t>();
     if (full_rows) call.layout.a_valid = call.layout.b_valid = nullptr;
     if (bs->rows != as->rows) return ffi::Unexpected(invalid(op, "a and b batch rows differ"));
-    if (static_cast<int64_t>(b_valid.element_count()) != as->rows) {
+    if (!full_rows && static_cast<int64_t>(b_valid.element_count()) != as->rows) {
       return ffi::Unexpected(invalid(op, "b_length must have one entry per row"));
     }
   }
-  if (static_cast<int64_t>(a_valid.element_count()) != as->rows) {
+  if ((runs || !full_rows) && static_cast<int64_t>(a_valid.element_count()) != as->rows) {
     return ffi::Unexpected(invalid(op, "a_length/split must have one entry per row"));
   }
   if (os->rows != as->rows || os->length != call.layout.row_length() ||
