@@ -133,6 +133,34 @@ def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
         check(x, descending=descending)
 
 
+# One row longer than the narrow block-sort tile that the wide one holds whole takes the wide
+# block sort alone (tuning/sort.h sort_takes_wide_tile: no row flags, no pass; the block checks
+# its own order): both tiles' edges, every wide shape (4 and 8-byte keys, alone and with
+# argsort's positions or sort_by_key's 4-byte values; 2-byte keys with them), random, special
+# and presorted keys.
+@pytest.mark.parametrize(("op", "dtype"), [
+    ("sort", np.int32), ("sort", np.float32), ("argsort", np.uint32), ("argsort", np.float32),
+    ("sort_by_key", np.int32), ("sort", np.float64), ("argsort", np.int64),
+    ("argsort", np.int16), ("argsort", jnp.bfloat16), ("sort_by_key", np.float16),
+], ids=lambda v: v if isinstance(v, str) else dtype_id(v))
+def test_gpu_one_row_in_the_wide_tile(rng, op, dtype):
+    carried = 0 if op == "sort" else 4
+    key_bytes = np.dtype(dtype).itemsize
+    narrow = int(_cpu.sort_tile(key_bytes, carried))
+    wide = int(np.prod(_cpu.cuda_sort_shape(key_bytes, carried, 1, narrow + 1)))
+    assert wide > narrow, (narrow, wide)
+    for i, n in enumerate((narrow + 1, (narrow + wide) // 2, wide - 1, wide)):
+        for pattern in ("random", "special", "sorted"):
+            x = sort_input(rng, dtype, (n,), pattern, descending=i % 2 == 1)
+            with _ffi.forced_sort_method("merge"):
+                if op == "sort_by_key":
+                    values = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+                    check_sort_by_key(x, values, descending=i % 2 == 1)
+                else:
+                    check = check_argsort_only if op == "argsort" else check_sort_only
+                    check(x, descending=i % 2 == 1)
+
+
 # Sorted rows (row_done) skip their passes' partitions as well as their merges (partition.cuh
 # row_done_of_merge): two-way passes (no quads at these sizes) over rows of which one is sorted,
 # and one presorted row of many passes, beside unsorted rows whose splits must still be found.

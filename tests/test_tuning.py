@@ -145,6 +145,17 @@ def _levels(tile: int, length: int) -> int:
         (8, 8, 1, 2**27, False),  # 8-byte values: no wide shape
         (4, 0, 1, 2**25 + 1, False),  # below quad_min_bytes: no quads
         (4, 0, 2**14, 5000, False),  # rows the wide tile would hold whole
+        (4, 4, 1, 4096, True),  # one row the wide tile holds whole: one launch, no pass
+        (4, 0, 1, 4353, True),
+        (4, 0, 1, 9984, True),
+        (8, 0, 1, 4096, True),
+        (8, 4, 1, 8704, True),
+        (4, 4, 1, 2816, False),  # the narrow tile holds it
+        (4, 4, 1, 5889, False),  # past the wide tile: no quads
+        (4, 4, 2, 4096, False),  # two rows
+        (2, 4, 1, 4096, True),  # 2-byte keys with positions: only there (they take no quads)
+        (2, 4, 1, 2**26, False),
+        (2, 0, 1, 8000, False),  # 2-byte keys alone: no wide shape
         (2, 0, 1, 2**28, False),  # 2-byte keys take no quads
     ],
 )

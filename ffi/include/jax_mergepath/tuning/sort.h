@@ -53,7 +53,9 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 }
 
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
-// leaves fewer passes (sort_takes_wide_tile), registers capped (min_blocks; uncapped, these
+// leaves fewer passes, and for one row it holds whole where the narrow tile does not
+// (sort_takes_wide_tile; 2-byte keys with 4-byte payloads take it only there: they take no
+// quads), registers capped (min_blocks; uncapped, these
 // tiles left 2 blocks of 256 an SM or 1 of 512). 8-byte keys need a tile of 8192 keys or more to
 // save a quad pass at 2^27 keys (block_sort.cuh's shared memory is dynamic: these pass 48 KB).
 // Wider than sort_shape's whenever it differs. Measured with perf/sweeps/sort_sweep.cu ("long",
@@ -61,6 +63,7 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
   if (key_bytes == 4 && payload_bytes == 4) return SortShape{256, 23, 3};
+  if (key_bytes == 2 && payload_bytes == 4) return SortShape{256, 23, 3};
   if (key_bytes == 8 && payload_bytes == 0) return SortShape{256, 33, 2};
   if (key_bytes == 8 && payload_bytes == 4) return SortShape{512, 17, 2};
   return sort_shape(key_bytes, payload_bytes);
@@ -224,14 +227,19 @@ constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t len
 // makes even, or any count it cuts by two. Passes counted as quads alone, as measured: with
 // eight-way passes the counts may tie (4 + 4 bytes at 2^26 + 5 keys: five passes after either
 // tile) or differ the other way (8 + 4 bytes at ~1.5e8 keys: six narrow, five wide); not
-// re-measured (docs/performance.md, "Open").
+// re-measured (docs/performance.md, "Open"). Also one row longer than sort_tile that the wide
+// tile holds whole: one launch (the block sort checks its own order) instead of four (the row
+// flags, the block sort, a two-way pass's partition and merge), where launches are the cost
+// (docs/performance.md, "One short row in the wide tile"); batches of such rows keep sort_tile.
 constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t rows,
                                     int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes);
   const SortShape wide_shape = wide_sort_shape(key_bytes, payload_bytes);
   const int64_t wide = int64_t{wide_shape.threads} * wide_shape.items;
+  if (wide <= tile) return false;
+  if (rows == 1 && length > tile && length <= wide) return true;
   const bool quads = sort_uses_quads(key_bytes, payload_bytes, rows, length);
-  return wide > tile && quads && length > wide &&
+  return quads && length > wide &&
          sort_pass_count(true, false, wide, length) < sort_pass_count(true, false, tile, length);
 }
 
