@@ -135,12 +135,12 @@ def test_gpu_quad_passes(rng, op, dtype, shape, descending, pattern):
 
 # One row longer than the narrow block-sort tile that the wide one holds whole takes the wide
 # block sort alone (tuning/sort.h sort_takes_wide_tile: no row flags, no pass; the block checks
-# its own order): both tiles' edges, every wide shape (4 and 8-byte keys, alone and with
-# argsort's positions or sort_by_key's 4-byte values; 2-byte keys with them), random, special
-# and presorted keys.
+# its own order): both tiles' edges, every wide shape it takes (4-byte keys alone and with
+# argsort's positions or sort_by_key's 4-byte values, 2-byte keys with them, 8-byte keys alone),
+# random, special and presorted keys.
 @pytest.mark.parametrize(("op", "dtype"), [
     ("sort", np.int32), ("sort", np.float32), ("argsort", np.uint32), ("argsort", np.float32),
-    ("sort_by_key", np.int32), ("sort", np.float64), ("argsort", np.int64),
+    ("sort_by_key", np.int32), ("sort", np.float64), ("sort", np.int64),
     ("argsort", np.int16), ("argsort", jnp.bfloat16), ("sort_by_key", np.float16),
 ], ids=lambda v: v if isinstance(v, str) else dtype_id(v))
 def test_gpu_one_row_in_the_wide_tile(rng, op, dtype):

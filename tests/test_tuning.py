@@ -149,7 +149,7 @@ def _levels(tile: int, length: int) -> int:
         (4, 0, 1, 4353, True),
         (4, 0, 1, 9984, True),
         (8, 0, 1, 4096, True),
-        (8, 4, 1, 8704, True),
+        (8, 4, 1, 8704, False),  # its wide block (~105 KB) past kWideShortRowMaxBytes
         (4, 4, 1, 2816, False),  # the narrow tile holds it
         (4, 4, 1, 5889, False),  # past the wide tile: no quads
         (4, 4, 2, 4096, False),  # two rows

@@ -229,15 +229,23 @@ constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t len
 // tile) or differ the other way (8 + 4 bytes at ~1.5e8 keys: six narrow, five wide); not
 // re-measured (docs/performance.md, "Open"). Also one row longer than sort_tile that the wide
 // tile holds whole: one launch (the block sort checks its own order) instead of four (the row
-// flags, the block sort, a two-way pass's partition and merge), where launches are the cost
-// (docs/performance.md, "One short row in the wide tile"); batches of such rows keep sort_tile.
+// flags' memset and check, the block sort, the pass's merge), where launches are the cost
+// (docs/performance.md, "One short row in the wide block sort"); batches of such rows keep
+// sort_tile, and so do wide blocks past kWideShortRowMaxBytes.
+// A wide block's shared memory (about its tile's key and payload bytes) that every GPU from
+// sm_80 on lets a block opt into (99 KB on sm_86, sm_89, sm_120): a short row's sort must not
+// need more. 8-byte keys with positions (512 x 17, ~105 KB) keep sort_tile for short rows.
+inline constexpr int64_t kWideShortRowMaxBytes = 96 * 1024;
+
 constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t rows,
                                     int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes);
   const SortShape wide_shape = wide_sort_shape(key_bytes, payload_bytes);
   const int64_t wide = int64_t{wide_shape.threads} * wide_shape.items;
   if (wide <= tile) return false;
-  if (rows == 1 && length > tile && length <= wide) return true;
+  if (rows == 1 && length > tile && length <= wide) {
+    return wide * (key_bytes + payload_bytes) <= kWideShortRowMaxBytes;
+  }
   const bool quads = sort_uses_quads(key_bytes, payload_bytes, rows, length);
   return quads && length > wide &&
          sort_pass_count(true, false, wide, length) < sort_pass_count(true, false, tile, length);
