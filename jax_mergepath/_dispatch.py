@@ -251,8 +251,8 @@ def lexsort_rows(keys: list[jax.Array], others: list[jax.Array], op: str) -> lis
 def merge_rows(
     a: jax.Array,
     b: jax.Array,
-    a_valid: jax.Array,
-    b_valid: jax.Array,
+    a_valid: jax.Array | None,
+    b_valid: jax.Array | None,
     values: tuple[jax.Array, ...],
     *,
     descending: bool,
@@ -261,8 +261,9 @@ def merge_rows(
     op: str,
 ) -> tuple[jax.Array, jax.Array | None]:
     """The stable merge of rows (ties: a first): (keys, None | positions in concatenate([a, b])
-    | the values (va, vb) moved). a_valid / b_valid: each row's valid lengths (full_rows: known
-    to be m and n); invalid tails follow the merged valid parts, a's then b's."""
+    | the values (va, vb) moved). a_valid / b_valid: each row's valid lengths (full_rows: every
+    row whole, and they are not read: None will do); invalid tails follow the merged valid parts,
+    a's then b's."""
     m, n = a.shape[-1], b.shape[-1]
     positions = index_dtype(m + n) if payload == Payload.INDEX else None
     if positions is not None:
@@ -308,8 +309,8 @@ def merge_rows(
 def merge_by_key_rows(
     a: jax.Array,
     b: jax.Array,
-    a_valid: jax.Array,
-    b_valid: jax.Array,
+    a_valid: jax.Array | None,
+    b_valid: jax.Array | None,
     a_leaves: list[jax.Array],
     b_leaves: list[jax.Array],
     *,

@@ -286,16 +286,17 @@ def test_full_row_merges_pass_empty_lengths(fn):
         assert operands[2:4] == ["tensor<4096x0xi32>"] * 2, calls[0]
 
 
-def test_full_row_merge_still_takes_a_length_a_row(rng):
+@pytest.mark.parametrize("shape", [(6,), (6, 0)], ids=["a_length_a_row", "empty"])
+def test_full_row_merge_takes_empty_lengths_or_one_a_row(rng, shape):
     # Programs exported before the empty lengths pass one length a row with full_rows: the
-    # handler still takes them (and reads none).
+    # handler takes those as well as empty ones, and reads neither.
     from jax_mergepath._primitives import merge_p
 
     a, b = sorted_keys(rng, np.int32, (6, 40)), sorted_keys(rng, np.int32, (6, 25))
-    rows = [jnp.full((6,), 40, jnp.int32), jnp.full((6,), 25, jnp.int32)]
+    lengths = [jnp.full(shape, 40, jnp.int32), jnp.full(shape, 25, jnp.int32)]
     out = jax.jit(lambda x, y, la, lb: merge_p.bind(
-        x, y, la, lb, descending=False, payload=0, runs=False, full_rows=True))(a, b, *rows)
-    assert_bits_equal(out[0], ref_merge(a, b)[0], "full_rows with a length a row")
+        x, y, la, lb, descending=False, payload=0, runs=False, full_rows=True))(a, b, *lengths)
+    assert_bits_equal(out[0], ref_merge(a, b)[0], f"full_rows with lengths {shape}")
 
 
 def test_vmap_merge_by_key_lowers_to_no_loop():

@@ -114,8 +114,8 @@ auto bind_is_sorted(Binding binding) {
 // runs=true: a holds rows of [A | B], a_valid holds the split; b / b_valid are ignored.
 // full_rows=true (not runs): the lengths are every row's full m and n, known when the call was
 // traced, so the layout has none (the kernels' full-row paths) and the length buffers are not
-// read: any element count (the Python side passes empty ones, so nothing is materialized for
-// them; programs exported before it pass one a row).
+// read: empty ones ((*B, 0), what the Python side passes: nothing is materialized for them) or
+// one a row (programs exported before it).
 inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
                                             ffi::AnyBuffer a_valid, ffi::AnyBuffer b_valid,
                                             const ffi::RemainingArgs& values,
@@ -159,11 +159,13 @@ inline ffi::ErrorOr<MergeCall> decode_merge(ffi::AnyBuffer a, ffi::AnyBuffer b,
     call.layout.b_valid = b_valid.typed_data<int32_t>();
     if (full_rows) call.layout.a_valid = call.layout.b_valid = nullptr;
     if (bs->rows != as->rows) return ffi::Unexpected(invalid(op, "a and b batch rows differ"));
-    if (!full_rows && static_cast<int64_t>(b_valid.element_count()) != as->rows) {
+    const bool b_unread = full_rows && b_valid.element_count() == 0;
+    if (!b_unread && static_cast<int64_t>(b_valid.element_count()) != as->rows) {
       return ffi::Unexpected(invalid(op, "b_length must have one entry per row"));
     }
   }
-  if ((runs || !full_rows) && static_cast<int64_t>(a_valid.element_count()) != as->rows) {
+  const bool a_unread = !runs && full_rows && a_valid.element_count() == 0;
+  if (!a_unread && static_cast<int64_t>(a_valid.element_count()) != as->rows) {
     return ffi::Unexpected(invalid(op, "a_length/split must have one entry per row"));
   }
   if (os->rows != as->rows || os->length != call.layout.row_length() ||

@@ -32,7 +32,7 @@ from jax_mergepath._dispatch import (
     searchsorted_rows,
     sort_rows,
 )
-from jax_mergepath._dtypes import index_dtype, position_dtype
+from jax_mergepath._dtypes import index_dtype
 from jax_mergepath._primitives import Payload
 from jax_mergepath._select_dispatch import top_k_rows
 
@@ -162,11 +162,6 @@ def feeds(op: Op, narrays: int) -> list[tuple[int, ...]]:
 # ---------------------------------------------------------------- single-device programs
 
 
-def _full(x: jax.Array, length: int) -> jax.Array:
-    """Every row's valid length: all of it (as the public merge's default lengths)."""
-    return jnp.full(x.shape[:-1], length, position_dtype(length))
-
-
 def _sorted_moving(keys: list[jax.Array], others: list[jax.Array], op: Op):
     """keys sorted (lexicographic), others moved with them, and the sort's positions."""
     ax = keys[0].ndim - 1
@@ -217,7 +212,7 @@ def _plain_merge(op: Op, arrays: list[jax.Array]) -> list[jax.Array]:
         return [keys, idx] if op.positions else [keys]
     a, b, *values = arrays
     nv = len(values) // 2
-    full = (_full(a, a.shape[-1]), _full(b, b.shape[-1]))
+    full = (None, None)  # (whole rows: merge_rows reads no lengths)
     kw = dict(descending=op.descending, full_rows=True, op=op.name)
     if op.kind == "merge_by_key" and not op.positions:
         keys, moved = merge_by_key_rows(a, b, *full, values[:nv], values[nv:], **kw)
