@@ -55,10 +55,10 @@ constexpr int64_t sort_tile(int key_bytes, int payload_bytes) {
 // The wide block sort: a tile of twice the keys or more, for the long rows of large sorts where it
 // leaves fewer passes, and for one row it holds whole where the narrow tile does not
 // (sort_takes_wide_tile; 2-byte keys with 4-byte payloads take it only there: they take no
-// quads), registers capped (min_blocks; uncapped, these
-// tiles left 2 blocks of 256 an SM or 1 of 512). 8-byte keys need a tile of 8192 keys or more to
-// save a quad pass at 2^27 keys (block_sort.cuh's shared memory is dynamic: these pass 48 KB).
-// Wider than sort_shape's whenever it differs. Measured with perf/sweeps/sort_sweep.cu ("long",
+// quads), registers capped (min_blocks; uncapped, these tiles left 2 blocks of 256 an SM or 1 of
+// 512). 8-byte keys need a tile of 8192 keys or more to save a quad pass at 2^27 keys
+// (block_sort.cuh's shared memory is dynamic: these pass 48 KB). Wider than sort_shape's
+// whenever it differs. Measured with perf/sweeps/sort_sweep.cu ("long",
 // "pairs") and whole sorts (docs/performance.md, "Wide block-sort shapes").
 constexpr SortShape wide_sort_shape(int key_bytes, int payload_bytes) {
   if (key_bytes == 4 && payload_bytes == 0) return SortShape{256, 39, 3};
@@ -219,6 +219,11 @@ constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t len
   return passes;
 }
 
+// A wide block's shared memory (about its tile's key and payload bytes) that every GPU from
+// sm_80 on lets a block opt into (99 KB on sm_86, sm_89, sm_120): a short row's sort must not
+// need more. 8-byte keys with positions (512 x 17, ~105 KB) keep sort_tile for short rows.
+inline constexpr int64_t kWideShortRowMaxBytes = 96 * 1024;
+
 // Whether a sort of rows x length keys takes the wide block sort (wide_sort_shape; the CUDA sort:
 // the CPU sort has no quad passes and keeps sort_tile): where it has a wider tile for these keys,
 // the sort takes quads (a grid of thousands of tiles, where the sweep measured), rows are longer
@@ -232,11 +237,6 @@ constexpr int sort_pass_count(bool quads, bool eights, int64_t tile, int64_t len
 // flags' memset and check, the block sort, the pass's merge), where launches are the cost
 // (docs/performance.md, "One short row in the wide block sort"); batches of such rows keep
 // sort_tile, and so do wide blocks past kWideShortRowMaxBytes.
-// A wide block's shared memory (about its tile's key and payload bytes) that every GPU from
-// sm_80 on lets a block opt into (99 KB on sm_86, sm_89, sm_120): a short row's sort must not
-// need more. 8-byte keys with positions (512 x 17, ~105 KB) keep sort_tile for short rows.
-inline constexpr int64_t kWideShortRowMaxBytes = 96 * 1024;
-
 constexpr bool sort_takes_wide_tile(int key_bytes, int payload_bytes, int64_t rows,
                                     int64_t length) {
   const int64_t tile = sort_tile(key_bytes, payload_bytes);
