@@ -30,6 +30,7 @@ from reference import (
     sort_segments,
     sorted_keys,
 )
+from sort_checks import check_searchsorted
 
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
@@ -134,6 +135,39 @@ def test_gpu_full_rows_sweep(rng, key_dtype, value_dtype):
         split = rng.integers(0, length + 1, rows)
         x = sort_segments(random_keys(rng, key_dtype, (rows, length), pattern), split, -1, desc)
         check_merge_runs(x, split.astype(np.int32), descending=desc)
+
+
+# Lengths around the rank merge's group sizes (a power of two of lanes a row) and its limit
+# (tuning/merge.h kRankRowsMaxLength, 32): one more goes to the rows kernel.
+RANK_ROW_LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33]
+RANK_ROW_DTYPES = [np.int32, np.float32, np.uint8, jnp.bfloat16, np.int64, np.float64, np.int16]
+
+
+def test_gpu_rank_rows_sweep(rng):
+    """Full rows of at most a warp's outputs (the rank merge: a lane an element, its place by warp
+    shuffles) and one past them, several splits each (empty sides too), key widths 1-8 bytes with
+    special values, both directions, batches that do not fill their last block: merge (indices
+    too), merge_by_key, merge_runs (a split a row) and sorted-query searchsorted (its ranks)
+    against the reference."""
+    case = 0
+    for length in RANK_ROW_LENGTHS:
+        for m in sorted({0, 1, length // 3, length // 2, length}):
+            case += 1
+            dtype = RANK_ROW_DTYPES[case % len(RANK_ROW_DTYPES)]
+            rows = 41 + case % 23
+            pattern = ("few", "random", "special")[case % 3]
+            desc = case % 4 == 3
+            a = sorted_keys(rng, dtype, (rows, m), pattern, descending=desc)
+            b = sorted_keys(rng, dtype, (rows, length - m), pattern, descending=desc)
+            check_merge(a, b, descending=desc, values_only_too=True)
+            values = random_keys(rng, np.int16 if case % 2 else np.float64, (rows, length))
+            check_merge_by_key(a, b, values[:, :m], values[:, m:], descending=desc)
+            split = rng.integers(0, length + 1, rows)
+            x = sort_segments(random_keys(rng, dtype, (rows, length), pattern), split, -1, desc)
+            check_merge_runs(x, split.astype(np.int32), descending=desc)
+            if not desc and m not in (0, length):
+                for side in ("left", "right"):
+                    check_searchsorted(a, b, side, what=f"rows of {m} + {length - m}")
 
 
 # --------------------------------------------------------------------------- CPU vs GPU parity

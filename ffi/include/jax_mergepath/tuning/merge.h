@@ -146,6 +146,41 @@ constexpr int64_t merge_packed_length(int64_t tile, PayloadKind payload) {
   return is_ranks(payload) ? tile / 2 : tile;
 }
 
+// Full rows (every element valid) of at most kRankRowsMaxLength outputs take the rank merge
+// (ffi/cuda/kernels/rank_merge.cuh): a group of rank_rows_group lanes a row, each lane one element
+// placed at its rank, the other side's keys read by warp shuffles, in blocks of kRankRowsThreads
+// threads. The rows kernel's thread merges of such rows were bound by shared memory (a warp's rows
+// start on the same banks). Measured on an H200 (docs/performance.md, "Short rows by ranks").
+inline constexpr int kRankRowsMaxLength = 32;
+inline constexpr int kRankRowsThreads = 256;
+static_assert(kRankRowsMaxLength <= 32 && kRankRowsThreads % 32 == 0,
+              "rank rows: at most a warp a row, whole warps a block");
+
+constexpr bool merge_takes_rank_rows(const MergeLayout& layout) {
+  const bool full = layout.mode == RowMode::kRuns ||
+                    (layout.mode == RowMode::kSeparate && layout.a_valid == nullptr &&
+                     layout.b_valid == nullptr);
+  return full && layout.row_length() > 0 && layout.row_length() <= kRankRowsMaxLength;
+}
+
+// log2 of the lanes a row: the row length's power-of-two ceiling (row_length <= 32).
+constexpr int rank_rows_group_log2(int64_t row_length) {
+  int log2 = 0;
+  while ((int64_t{1} << log2) < row_length) ++log2;
+  return log2;
+}
+
+// The insertion points' first step (merge_path.h insertion_point_by_steps): the largest power of
+// two not above the longest side of any row (kRuns: a row's split varies, so its whole length).
+constexpr int rank_rows_top(const MergeLayout& layout) {
+  const int64_t longest = layout.mode == RowMode::kSeparate
+                              ? (layout.m > layout.n ? layout.m : layout.n)
+                              : layout.row_length();
+  int top = longest > 0 ? 1 : 0;
+  while (2 * top <= longest) top *= 2;
+  return top;
+}
+
 // Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
 // threads_per_row = ceil(length / items) threads (each merging `items` outputs of that row only),
 // and a block takes rows_per_block rows, leaving `items` slots of the tile free (a row's last
