@@ -28,15 +28,18 @@
 
 namespace jax_mergepath {
 
-// Enqueues the rank merge on full rows of at most a warp's outputs (merge_takes_rank_rows).
-template <typename Traits, PayloadKind kPayload, typename Value>
+// Enqueues the rank merge on full rows of at most a warp's outputs (merge_takes_rank_rows), with
+// tuning's slots and register cap (perf/sweeps/rank_sweep.cu times others).
+template <typename Traits, PayloadKind kPayload, typename Value,
+          int kSlots = rank_rows_slots(int(sizeof(typename Traits::Bits))),
+          int kMinBlocks = kRankRowsMinBlocks>
 cudaError_t launch_rank_rows(const MergeCall& call, typename Traits::Bits flip,
                              cudaStream_t stream) {
   const MergeLayout& layout = call.layout;
   const int group_log2 = rank_rows_group_log2(layout.row_length());
-  const int64_t blocks = ceil_div(layout.rows << group_log2, int64_t{kRankRowsThreads});
+  const int64_t blocks = ceil_div(layout.rows, rank_rows_per_block(kSlots, group_log2));
   if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return launch_kernel(merge_rank_rows_kernel<Traits, kPayload, Value>,
+  return launch_kernel(merge_rank_rows_kernel<Traits, kPayload, Value, kSlots, kMinBlocks>,
                        static_cast<unsigned>(blocks), kRankRowsThreads, stream, call, flip,
                        group_log2, rank_rows_top(layout));
 }

@@ -149,10 +149,13 @@ constexpr int64_t merge_packed_length(int64_t tile, PayloadKind payload) {
 // Full rows (every element valid) of at most kRankRowsMaxLength outputs take the rank merge
 // (ffi/cuda/kernels/rank_merge.cuh): a group of rank_rows_group lanes a row, each lane one element
 // placed at its rank, the other side's keys read by warp shuffles, in blocks of kRankRowsThreads
-// threads. The rows kernel's thread merges of such rows were bound by shared memory (a warp's rows
-// start on the same banks). Measured on an H200 (docs/performance.md, "Short rows by ranks").
+// threads, a warp loading rank_rows_slots sets of rows before it merges them (one key a lane
+// and row alone left the memory idle: 2.6x slower than the rows kernel). The rows kernel's
+// thread merges of such rows were bound by shared memory (a warp's rows start on the same
+// banks). Measured on an H200 (docs/performance.md, "Short rows by ranks").
 inline constexpr int kRankRowsMaxLength = 32;
 inline constexpr int kRankRowsThreads = 256;
+inline constexpr int kRankRowsMinBlocks = 1;  // (__launch_bounds__: 1, the registers uncapped)
 static_assert(kRankRowsMaxLength <= 32 && kRankRowsThreads % 32 == 0,
               "rank rows: at most a warp a row, whole warps a block");
 
@@ -161,6 +164,21 @@ constexpr bool merge_takes_rank_rows(const MergeLayout& layout) {
                     (layout.mode == RowMode::kSeparate && layout.a_valid == nullptr &&
                      layout.b_valid == nullptr);
   return full && layout.row_length() > 0 && layout.row_length() <= kRankRowsMaxLength;
+}
+
+// Sets of rows a warp loads at once: kRankRowsSlotBytes of keys a lane in flight (4 to 16 keys).
+#ifndef JMP_RANK_ROWS_SLOT_BYTES
+#define JMP_RANK_ROWS_SLOT_BYTES 32  // (-D override on a sweep's line)
+#endif
+inline constexpr int kRankRowsSlotBytes = JMP_RANK_ROWS_SLOT_BYTES;
+constexpr int rank_rows_slots(int key_bytes) {
+  const int slots = kRankRowsSlotBytes / key_bytes;
+  return slots < 4 ? 4 : (slots > 16 ? 16 : slots);
+}
+
+// Rows a block of the rank merge takes, kSlots sets of rows of 2^group_log2 lanes a warp.
+constexpr int64_t rank_rows_per_block(int slots, int group_log2) {
+  return int64_t{kRankRowsThreads} * slots >> group_log2;
 }
 
 // log2 of the lanes a row: the row length's power-of-two ceiling (row_length <= 32).
