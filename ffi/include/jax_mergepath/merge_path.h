@@ -367,23 +367,6 @@ JMP_HD int64_t insertion_point(int64_t length, typename Traits::Bits query, bool
   });
 }
 
-// The same count by a fixed walk: how many of a sorted range's `length` keys satisfy
-// precedes(i) (true on a prefix of them), probing i = count + step - 1 for step = top, top / 2,
-// ..., 1, where top is a power of two with 2 top > the longest length searched together (the
-// largest power of two not above it; 0 if every length is 0): every call makes the same probes, each answered (its index clamped into the range) and
-// used only inside it, so lanes of a warp that fetch the probed keys by shuffles stay together
-// (cuda/kernels/rank_merge.cuh).
-template <typename Precedes>
-JMP_HD int insertion_point_by_steps(int length, int top, const Precedes& precedes) {
-  int count = 0;
-  for (int step = top; step > 0; step >>= 1) {
-    const int i = count + step - 1;
-    const bool yes = precedes(i < length ? i : (length > 0 ? length - 1 : 0));
-    count += i < length && yes ? step : 0;
-  }
-  return count;
-}
-
 // ------------------------------------------------------------------ serial merges
 // A merge staged in a buffer: A at [a_loc, a_loc + m) with mv valid, B at [b_loc, b_loc + n) with
 // nv valid; length = m + n outputs.

@@ -1,15 +1,15 @@
-// rank_sweep.cu: times the rank merge of short full rows (kernels/rank_merge.cuh through
-// launch/merge_launch.cuh launch_rank_rows, the production kernel) for several slot counts (sets of
-// rows a warp loads before merging them) and register caps, beside the rows kernel the same rows
-// took before (launch_rows with merge_rows_items' items), on one GPU, to choose tuning/merge.h's
-// rank_rows_slots / kRankRowsMinBlocks / kRankRowsMaxLength. Batches of 2^26 outputs: int32 rows of
+// warp_rows_sweep.cu: times the warp merge of short full rows (kernels/warp_merge.cuh through
+// launch/merge_launch.cuh launch_warp_rows, the production kernel) for several slot counts (sets
+// of rows a warp loads before merging them) and register caps, beside the rows kernel the same
+// rows took before (launch_rows with merge_rows_items' items), on one GPU, to choose
+// tuning/merge.h's warp_rows_slots / kWarpRowsMinBlocks / kWarpRowsMaxLength. Batches of 2^26 outputs: int32 rows of
 // 4+4 to 16+16 (keys alone and with indices), int64 and uint16 rows of 16+16. Every variant's
 // output is checked against a host merge first. Prints device time (CUDA events, median of warm
 // repeats) and the % of a cudaMemcpyDeviceToDevice of the same bytes measured in the same run.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
-//        perf/sweeps/rank_sweep.cu -o /tmp/rank_sweep
-//   /tmp/rank_sweep [repeats=20]
+//        perf/sweeps/warp_rows_sweep.cu -o /tmp/warp_rows_sweep
+//   /tmp/warp_rows_sweep [repeats=20]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +22,6 @@
 
 namespace jmp = jax_mergepath;
 
-// The sort launchers the merge launcher's instances do not need here.
 cudaStream_t g_stream = nullptr;
 int g_repeats = 20;
 int g_failures = 0;
@@ -115,7 +114,7 @@ void run(const char* label, Rows<Bits>& r, Launch&& launch) {
               100.0 * g_copy_ms_per_byte * bytes / ms, ok ? "ok" : "WRONG");
 }
 
-// The rows kernel these rows took before the rank merge (merge_launch.cuh launch_rows_cut).
+// The rows kernel these rows took before the warp merge (merge_launch.cuh launch_rows_cut).
 template <typename Traits, jmp::PayloadKind kPayload, typename Value>
 cudaError_t launch_rows_kernel(const jmp::MergeCall& call) {
   using Policy = jmp::MergePolicyFor<Traits, kPayload, Value>;
@@ -127,18 +126,18 @@ cudaError_t launch_rows_kernel(const jmp::MergeCall& call) {
 }
 
 template <typename Traits, jmp::PayloadKind kPayload, int kSlots, int kMinBlocks>
-void rank_variant(const char* name, Rows<typename Traits::Bits>& r) {
+void warp_variant(const char* name, Rows<typename Traits::Bits>& r) {
   using Value = int32_t;
   const jmp::MergeCall call = merge_call<Traits, kPayload>(r);
   const auto flip = jmp::order_mask<Traits>(call.key_type, false);
   char label[96];
   std::snprintf(label, sizeof(label), "%s slots %d min_blocks %d%s", name, kSlots, kMinBlocks,
-                kSlots == jmp::rank_rows_slots(int(sizeof(typename Traits::Bits))) &&
-                        kMinBlocks == jmp::kRankRowsMinBlocks
+                kSlots == jmp::warp_rows_slots(int(sizeof(typename Traits::Bits))) &&
+                        kMinBlocks == jmp::kWarpRowsMinBlocks
                     ? " (tuning)"
                     : "");
   run<typename Traits::Bits, kPayload == jmp::PayloadKind::kIndex>(label, r, [&] {
-    return jmp::launch_rank_rows<Traits, kPayload, Value, kSlots, kMinBlocks>(call, flip,
+    return jmp::launch_warp_rows<Traits, kPayload, Value, kSlots, kMinBlocks>(call, flip,
                                                                              g_stream);
   });
 }
@@ -155,14 +154,13 @@ void sweep(const char* name, int64_t side) {
   const jmp::MergeCall call = merge_call<Traits, kPayload>(r);
   run<Bits, kPayload == jmp::PayloadKind::kIndex>(
       label, r, [&] { return launch_rows_kernel<Traits, kPayload, int32_t>(call); });
-  std::snprintf(label, sizeof(label), "%s %lld x (%lld+%lld) rank", name,
+  std::snprintf(label, sizeof(label), "%s %lld x (%lld+%lld) warp", name,
                 static_cast<long long>(rows), static_cast<long long>(side),
                 static_cast<long long>(side));
-  rank_variant<Traits, kPayload, 4, 1>(label, r);
-  rank_variant<Traits, kPayload, 8, 1>(label, r);
-  rank_variant<Traits, kPayload, 16, 1>(label, r);
-  rank_variant<Traits, kPayload, 8, 4>(label, r);
-  rank_variant<Traits, kPayload, 4, 8>(label, r);
+  warp_variant<Traits, kPayload, 4, 1>(label, r);
+  warp_variant<Traits, kPayload, 8, 1>(label, r);
+  warp_variant<Traits, kPayload, 16, 1>(label, r);
+  warp_variant<Traits, kPayload, 8, 4>(label, r);
   free_rows(r);
 }
 
@@ -180,9 +178,9 @@ int main(int argc, char** argv) {
         [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream)); },
         g_repeats, 3, g_stream);
     g_copy_ms_per_byte = ms / (2.0f * bytes);
-    std::printf("%s, %d SMs; copy %.3f TB/s (read + write); rank rows up to %d outputs\n",
+    std::printf("%s, %d SMs; copy %.3f TB/s (read + write); warp rows up to %d outputs\n",
                 prop.name, prop.multiProcessorCount, 2.0 * bytes / (ms * 1e9),
-                jmp::kRankRowsMaxLength);
+                jmp::kWarpRowsMaxLength);
     CHECK_CUDA(cudaFree(src));
     CHECK_CUDA(cudaFree(dst));
   }
@@ -190,6 +188,7 @@ int main(int argc, char** argv) {
   sweep<jmp::U32Key, PayloadKind::kNone>("int32", 16);
   sweep<jmp::U32Key, PayloadKind::kNone>("int32", 8);
   sweep<jmp::U32Key, PayloadKind::kNone>("int32", 4);
+  sweep<jmp::U32Key, PayloadKind::kNone>("int32", 2);
   sweep<jmp::U32Key, PayloadKind::kIndex>("int32+index", 16);
   sweep<jmp::U64Key, PayloadKind::kNone>("int64", 16);
   sweep<jmp::U16Key, PayloadKind::kNone>("uint16", 16);
