@@ -137,23 +137,22 @@ def test_gpu_full_rows_sweep(rng, key_dtype, value_dtype):
         check_merge_runs(x, split.astype(np.int32), descending=desc)
 
 
-# Lengths around the warp merge's group sizes (a power of two of lanes a row) and its limit
-# (tuning/merge.h kWarpRowsMaxLength, 32): one more goes to the rows kernel.
-WARP_ROW_LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33]
-WARP_ROW_DTYPES = [np.int32, np.float32, np.uint8, jnp.bfloat16, np.int64, np.float64, np.int16]
+# The shortest full rows (the rows kernel: a row a thread or a few, several rows a thread group):
+# lengths around powers of two up to 33.
+SHORT_ROW_LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33]
+SHORT_ROW_DTYPES = [np.int32, np.float32, np.uint8, jnp.bfloat16, np.int64, np.float64, np.int16]
 
 
-def test_gpu_warp_rows_sweep(rng):
-    """Full rows of at most a warp's outputs (the warp merge: a lane an element, a bitonic
-    network of warp shuffles) and one past them, several splits each (empty sides too), key
-    widths 1-8 bytes with special values, both directions, batches that do not fill their last
-    block: merge (indices too), merge_by_key, merge_runs (a split a row) and sorted-query
-    searchsorted (its ranks) against the reference."""
+def test_gpu_short_rows_sweep(rng):
+    """Full rows of 1 to 33 outputs, several splits each (empty sides too), key widths 1-8 bytes
+    with special values, both directions, batches that do not fill their last block: merge
+    (indices too), merge_by_key, merge_runs (a split a row) and sorted-query searchsorted (its
+    ranks) against the reference."""
     case = 0
-    for length in WARP_ROW_LENGTHS:
+    for length in SHORT_ROW_LENGTHS:
         for m in sorted({0, 1, length // 3, length // 2, length}):
             case += 1
-            dtype = WARP_ROW_DTYPES[case % len(WARP_ROW_DTYPES)]
+            dtype = SHORT_ROW_DTYPES[case % len(SHORT_ROW_DTYPES)]
             rows = 41 + case % 23
             pattern = ("few", "random", "special")[case % 3]
             desc = case % 4 == 3

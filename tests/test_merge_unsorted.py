@@ -179,9 +179,8 @@ def _sorted_rows(rng, rows: int, length: int) -> np.ndarray:
 @DEVICES
 @pytest.mark.parametrize("m, n", [(32, 32), (512, 500), (1, 40), (16, 16), (5, 9)], ids=str)
 def test_sorted_rows_beside_unsorted_ones_are_still_merged(rng, device, m, n):
-    # On the GPU the warp merge (full rows of at most 32), the rows kernel (longer full rows),
-    # the packed kernel (valid lengths) and merge_runs put many rows in one block or warp; only
-    # the unsorted rows may fall back to A then B.
+    # On the GPU the rows kernel (full rows), the packed kernel (valid lengths) and merge_runs
+    # put many rows in one block; only the unsorted rows may fall back to A then B.
     rows, bad = 64, np.array([0, 5, 63])
     a, b = _sorted_rows(rng, rows, m), _sorted_rows(rng, rows, n)
     for r in bad:

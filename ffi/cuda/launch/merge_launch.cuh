@@ -1,11 +1,11 @@
 // merge_launch.cuh (level: launch): the CUDA batched merge of one key traits: one call of
 // launch_merge enqueues a whole batch (rows, merge_runs rows, a sort pass's run pairs, a
-// searchsorted's ranks) on `stream`: full rows of at most a warp's outputs the warp merge, other
-// rows no longer than a tile the rows kernel (full rows, and searchsorted's rows up to half a
-// tile) or the packed kernel (ragged rows), else the partition pass and the tiled kernel (large
-// sort passes: its early tiles search their own splits beside the pass, merge_early_tiles; small
-// batches without order checks launch the tiled kernel alone, every block searching its own,
-// merge_splits_in_tiles; how many tiles may, by the device's SMs: call.sms). No allocation, no host sync: the partition workspace is the caller's
+// searchsorted's ranks) on `stream`: for rows no longer than a tile the rows kernel (full rows,
+// and searchsorted's rows up to half a tile) or the packed kernel (ragged rows), else the
+// partition pass and the tiled kernel (large sort passes: its early tiles search their own splits
+// beside the pass, merge_early_tiles; small batches without order checks launch the tiled kernel
+// alone, every block searching its own, merge_splits_in_tiles; how many tiles may, by the
+// device's SMs: call.sms). No allocation, no host sync: the partition workspace is the caller's
 // merge_workspace_elements() int32. merge_for_traits (per_traits.h) is instantiated in
 // ffi/cuda/instances/merge_*.cu and called by the entry merge_cuda (entry/merge_cuda.cu), the
 // sort's two-way passes (sort_launch.cuh) and searchsorted's sorted queries
@@ -20,29 +20,12 @@
 #include "../block/grid_launch.cuh"
 #include "../kernels/merge_kernels.cuh"
 #include "../kernels/partition.cuh"
-#include "../kernels/warp_merge.cuh"
 #include "jax_mergepath/batch_geometry.h"
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/tuning/merge.h"
 #include "per_traits.h"
 
 namespace jax_mergepath {
-
-// Enqueues the warp merge on full rows of at most a warp's outputs (merge_takes_warp_rows), with
-// tuning's slots and register cap (perf/sweeps/warp_rows_sweep.cu times others).
-template <typename Traits, PayloadKind kPayload, typename Value,
-          int kSlots = warp_rows_slots(int(sizeof(typename Traits::Bits))),
-          int kMinBlocks = kWarpRowsMinBlocks>
-cudaError_t launch_warp_rows(const MergeCall& call, typename Traits::Bits flip,
-                             cudaStream_t stream) {
-  const MergeLayout& layout = call.layout;
-  const int group_log2 = warp_rows_group_log2(layout.row_length());
-  const int64_t blocks = ceil_div(layout.rows, warp_rows_per_block(kSlots, group_log2));
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return launch_kernel(merge_warp_rows_kernel<Traits, kPayload, Value, kSlots, kMinBlocks>,
-                       static_cast<unsigned>(blocks), kWarpRowsThreads, stream, call, flip,
-                       group_log2);
-}
 
 // Enqueues the rows kernel on full rows with `RowsPolicy`'s items a thread.
 template <typename Traits, PayloadKind kPayload, typename Value, typename RowsPolicy>
@@ -84,9 +67,6 @@ cudaError_t launch_merge(const MergeCall& call, int32_t* workspace, cudaStream_t
   if (layout.merges() == 0 || layout.merge_span() == 0) return cudaSuccess;
   const auto flip = order_mask<Traits>(call.key_type, call.descending);
   if (merge_is_packed(kTile, layout, kPayload)) {
-    if (merge_takes_warp_rows(layout)) {
-      return launch_warp_rows<Traits, kPayload, Value>(call, flip, stream);
-    }
     if constexpr (is_ranks(kPayload)) {
       // Full rows of at most half a tile (merge_is_packed): the rows kernel always holds them.
       return launch_rows<Traits, kPayload, Value, Policy>(call, flip, stream);

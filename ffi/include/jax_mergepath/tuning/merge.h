@@ -146,47 +146,6 @@ constexpr int64_t merge_packed_length(int64_t tile, PayloadKind payload) {
   return is_ranks(payload) ? tile / 2 : tile;
 }
 
-// Full rows (every element valid) of at most kWarpRowsMaxLength outputs take the warp merge
-// (ffi/cuda/kernels/warp_merge.cuh): a group of lanes a row (warp_rows_group_log2), an element a
-// lane, a bitonic network of warp shuffles, in blocks of kWarpRowsThreads threads, a warp loading
-// warp_rows_slots sets of rows before it merges them. The rows kernel's thread merges of such
-// rows were bound by shared memory (a warp's rows start on the same banks). Measured on an H200
-// with perf/sweeps/warp_rows_sweep.cu (docs/performance.md, "Short rows by a warp's network").
-inline constexpr int kWarpRowsMaxLength = 32;
-inline constexpr int kWarpRowsThreads = 256;
-inline constexpr int kWarpRowsMinBlocks = 1;  // (__launch_bounds__: 1, the registers uncapped)
-static_assert(kWarpRowsMaxLength <= 32 && kWarpRowsThreads % 32 == 0,
-              "warp rows: at most a warp a row, whole warps a block");
-
-constexpr bool merge_takes_warp_rows(const MergeLayout& layout) {
-  const bool full = layout.mode == RowMode::kRuns ||
-                    (layout.mode == RowMode::kSeparate && layout.a_valid == nullptr &&
-                     layout.b_valid == nullptr);
-  return full && layout.row_length() > 0 && layout.row_length() <= kWarpRowsMaxLength;
-}
-
-// Sets of rows a warp loads at once: kWarpRowsSlotBytes of keys a lane in flight (4 to 16 keys).
-#ifndef JMP_WARP_ROWS_SLOT_BYTES
-#define JMP_WARP_ROWS_SLOT_BYTES 32  // (-D override on a sweep's line)
-#endif
-inline constexpr int kWarpRowsSlotBytes = JMP_WARP_ROWS_SLOT_BYTES;
-constexpr int warp_rows_slots(int key_bytes) {
-  const int slots = kWarpRowsSlotBytes / key_bytes;
-  return slots < 4 ? 4 : (slots > 16 ? 16 : slots);
-}
-
-// Rows a block of the warp merge takes, kSlots sets of rows of 2^group_log2 lanes a warp.
-constexpr int64_t warp_rows_per_block(int slots, int group_log2) {
-  return int64_t{kWarpRowsThreads} * slots >> group_log2;
-}
-
-// log2 of the lanes a row: the row length's power-of-two ceiling (row_length <= 32).
-constexpr int warp_rows_group_log2(int64_t row_length) {
-  int log2 = 0;
-  while ((int64_t{1} << log2) < row_length) ++log2;
-  return log2;
-}
-
 // Full rows (every element valid) no longer than a tile, one row per thread group: each row gets
 // threads_per_row = ceil(length / items) threads (each merging `items` outputs of that row only),
 // and a block takes rows_per_block rows, leaving `items` slots of the tile free (a row's last
