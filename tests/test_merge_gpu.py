@@ -1,7 +1,8 @@
 # GPU-only merge tests (skip themselves unless jax's default device is a GPU): one 2**26-element
 # int32 merge, tile +- 1 sweeps for key sizes of 1, 2, 4 and 8 bytes (with and without a value
-# payload), and CPU-vs-GPU bit-identity (docs/contract.md: results bit-identical, indices included)
-# for every key dtype and every function of the merge family on the same inputs.
+# payload), full rows from 1 output up, and CPU-vs-GPU bit-identity (docs/contract.md: results
+# bit-identical, indices included) for every key dtype and every function of the merge family on
+# the same inputs.
 from __future__ import annotations
 
 from collections.abc import Callable

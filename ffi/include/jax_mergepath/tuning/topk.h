@@ -155,10 +155,9 @@ JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
 
 // Threads a block of the rows kernel: 64 up to 1024 keys a row, then 128, 256, 512, at most
 // kTopkBlockMaxThreads (64, 128, 256 or 512). The vectorized block's registers are capped for
-// kTopkBlockVecThreadsPerSm threads an SM (__launch_bounds__): 1536, three blocks of 512 at 40
-// registers (24 bytes spilled) against two at 64, 1024 x 65536 k 256 232.5 / 233.5 -> 226.2 us
-// (H200 harness; 2048 threads, 32 registers, was level: docs/performance.md, "Top-k"). (-D
-// overrides on a sweep's line.)
+// kTopkBlockVecThreadsPerSm threads an SM (__launch_bounds__): three blocks of 512 at 40
+// registers beat two at 64 (measured with perf/sweeps/topk_sweep.cu: docs/performance.md,
+// "Top-k"). (-D overrides on a sweep's line.)
 #ifndef JMP_TOPK_BLOCK_MAX_THREADS
 #define JMP_TOPK_BLOCK_MAX_THREADS 512
 #endif
