@@ -27,6 +27,7 @@ from reference import (
     assert_bits_equal,
     dtype_id,
     random_keys,
+    ref_merge,
     ref_sort,
     sort_segments,
     sorted_keys,
@@ -136,6 +137,50 @@ def test_gpu_full_rows_sweep(rng, key_dtype, value_dtype):
         split = rng.integers(0, length + 1, rows)
         x = sort_segments(random_keys(rng, key_dtype, (rows, length), pattern), split, -1, desc)
         check_merge_runs(x, split.astype(np.int32), descending=desc)
+
+
+# Rows whose sides are whole 16-byte chunks: the rows kernel stages them as strided rows
+# (tile_io.cuh strided_row_stride), or contiguously where a block's rows do not fit that way.
+STRIDED_ROW_SIDES = [(8, 8), (16, 16), (8, 24), (32, 32), (48, 16), (64, 64)]
+
+
+@pytest.mark.parametrize(
+    ("key_dtype", "value_dtype"),
+    [(np.int32, None), (np.float32, np.float64), (np.uint16, np.int32), (np.int64, np.int16),
+     (jnp.bfloat16, None)],
+    ids=["int32", "float32+float64", "uint16+int32", "int64+int16", "bfloat16"],
+)  # fmt: skip
+def test_gpu_strided_rows(rng, key_dtype, value_dtype):
+    """Full rows of whole 16-byte chunks a side, many blocks of them (the last one part full),
+    both directions: merge (indices too), merge_by_key and merge_runs against the reference, and
+    unsorted rows among sorted ones (each row falls back on its own)."""
+    for i, (m, n) in enumerate(STRIDED_ROW_SIDES):
+        rows = 1500 + 37 * i
+        pattern = ("few", "random", "special")[i % 3]
+        desc = i % 2 == 1
+        a = sorted_keys(rng, key_dtype, (rows, m), pattern, descending=desc)
+        b = sorted_keys(rng, key_dtype, (rows, n), pattern, descending=desc)
+        check_merge(a, b, descending=desc, values_only_too=True)
+        if value_dtype is not None:
+            a_v = random_keys(rng, value_dtype, (rows, m))
+            b_v = random_keys(rng, value_dtype, (rows, n))
+            check_merge_by_key(a, b, a_v, b_v, descending=desc)
+        split = rng.integers(0, m + n + 1, rows)
+        x = sort_segments(random_keys(rng, key_dtype, (rows, m + n), pattern), split, -1, desc)
+        check_merge_runs(x, split.astype(np.int32), descending=desc)
+        # Rows 5 and rows - 2 unsorted: the others are merged exactly, those two permuted.
+        bad = np.asarray(a).copy()
+        for r in (5, rows - 2):
+            bad[r] = bad[r, ::-1]
+        got, idx = jmp.merge(bad, b, descending=desc, return_indices=True)
+        keep = np.delete(np.arange(rows), (5, rows - 2))
+        want, want_idx = ref_merge(bad[keep], np.asarray(b)[keep], descending=desc)
+        assert_bits_equal(np.asarray(got)[keep], want, f"sorted rows beside unsorted {m}+{n}")
+        assert_bits_equal(np.asarray(idx)[keep], want_idx, f"their indices {m}+{n}")
+        for r in (5, rows - 2):
+            both = np.concatenate([bad[r], np.asarray(b)[r]])
+            assert np.array_equal(np.sort(np.asarray(idx)[r]), np.arange(m + n)), "no permutation"
+            assert_bits_equal(np.asarray(got)[r], both[np.asarray(idx)[r]], f"row {r} keys")
 
 
 # The shortest full rows (the rows kernel: a row a thread or a few, several rows a thread group):

@@ -38,7 +38,7 @@ PAYLOADS = [(0, 0), (1, 0), (2, 1), (2, 2), (2, 4), (2, 8), (3, 0), (4, 0)]
 
 # tuning/merge.h kRowsItemsTable: rows of these lengths of 4-byte keys alone (the 256 x 19 shape)
 # take these items a thread
-ROWS_ITEMS_TABLE = {16: 9, 24: 13, 32: 9, 48: 13, 64: 13, 96: 15, 128: 15}
+ROWS_ITEMS_TABLE = {16: 17, 24: 13, 32: 17, 48: 17, 64: 17, 96: 15, 128: 19}
 
 
 @pytest.mark.parametrize("key_bytes", [1, 2, 4, 8])

@@ -12,8 +12,9 @@
 //        perf/sweeps/tile_sweep.cu -o /tmp/tile_sweep
 //   /tmp/tile_sweep [log2_total=27] [repeats=20] [only=-1: the variant number to run, for ncu]
 //                   [time: time `only` like the full sweep does, instead of one profiled call]
-//   /tmp/tile_sweep rows [log2_total=27] [repeats=20]: the rows kernel's items a thread on short
-//                   rows, each count as it is (rows_items)
+//   /tmp/tile_sweep rows [log2_total=27] [repeats=20] [side=0: all]: the rows kernel's items a
+//                   thread on short rows (of side + side; 0: every side), each count as it is
+//                   (rows_items)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -220,10 +221,11 @@ float copy_time(Inputs& in, int repeats) {
 // rows kernel with each item count as it is (merge_rows_items' choice printed beside it).
 template <typename Traits>
 void rows_items(int log2_total, int repeats, const char* name,
-                std::initializer_list<int64_t> sides) {
+                std::initializer_list<int64_t> sides, int64_t only_side) {
   using Bits = typename Traits::Bits;
   const int64_t half = int64_t{1} << (log2_total - 1);
   for (const int64_t side : sides) {
+    if (only_side > 0 && side != only_side) continue;
     const int64_t rows = (half / 2) / side;
     Inputs in = make_inputs<Bits>(rows, side, side, false, 4 + side);
     const float copy_ms = copy_time<Bits>(in, repeats);
@@ -251,9 +253,11 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
     const int log2_total = argc > 2 ? std::atoi(argv[2]) : 27;
     const int repeats = argc > 3 ? std::atoi(argv[3]) : 20;
-    rows_items<jmp::S32Key>(log2_total, repeats, "int32", {8, 12, 16, 24, 32, 48, 64, 128, 256});
+    const int64_t side = argc > 4 ? std::atoll(argv[4]) : 0;
+    rows_items<jmp::S32Key>(log2_total, repeats, "int32", {8, 12, 16, 24, 32, 48, 64, 128, 256},
+                            side);
     // (2-byte keys: the same policy; make_inputs' keys stay below 2^16 in rows this short)
-    rows_items<jmp::U16Key>(log2_total, repeats, "uint16", {8, 16, 24, 32, 48, 64, 128});
+    rows_items<jmp::U16Key>(log2_total, repeats, "uint16", {8, 16, 24, 32, 48, 64, 128}, side);
     return 0;
   }
   const int log2_total = argc > 1 ? std::atoi(argv[1]) : 27;

@@ -13,6 +13,7 @@
 
 #include "jax_mergepath/call_args.h"
 #include "jax_mergepath/merge_path.h"
+#include "jax_mergepath/tuning/merge.h"
 #include "tile_io.cuh"
 
 namespace jax_mergepath {
@@ -47,7 +48,11 @@ __device__ __forceinline__ MergeEnd merge_full_sorted(bool nan_free,
 
 // Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges places
 // them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
-template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems>
+// kSlackBudget > 0: `stage` is up to 1 / kRowsStageSlackDivisor larger (the rows kernel's strided
+// rows) while the layout and kOtherBytes of the block's other shared memory stay within
+// kSlackBudget bytes (tuning/merge.h shared_budget_per_block).
+template <PayloadKind kPayload, typename Bits, typename Value, int kThreads, int kItems,
+          int kSlackBudget = 0, int kOtherBytes = 0>
 struct MergeShared {
   static constexpr PayloadKind kPayloadKind = kPayload;
   static constexpr int kTile = kThreads * kItems;
@@ -56,8 +61,13 @@ struct MergeShared {
                                               kPayload == PayloadKind::kIndex || is_ranks(kPayload) ? 4 : 0,
                                               kPayload == PayloadKind::kValue ? int(sizeof(Value)) : 0});
   static constexpr int kRegionBytes = 32 * kItems * kElemBytes;  // one warp's transpose
-  static constexpr int kStageBytes =
+  static constexpr int kPlainStageBytes =
       std::max(kSharedSlots<Bits, kTile> * int(sizeof(Bits)), kTile * kElemBytes);
+  static constexpr int kRoomBytes = kSlackBudget - (kPlainStageBytes + 15) / 16 * 16 -
+                                    kValueSlots * int(sizeof(Value)) - kOtherBytes - 16;
+  static constexpr int kSlackBytes =
+      std::max(0, std::min(kPlainStageBytes / kRowsStageSlackDivisor, kRoomBytes)) / 16 * 16;
+  static constexpr int kStageBytes = kPlainStageBytes + kSlackBytes;
   alignas(16) unsigned char stage[(kStageBytes + 15) / 16 * 16];
   alignas(16) Value vals[kValueSlots];
   __device__ Bits* keys() { return reinterpret_cast<Bits*>(stage); }
@@ -73,10 +83,10 @@ struct TileLocs {
 // memory, all loads in flight at once (tile_io.cuh load_two_ranges: kAsync copies, waited for
 // here, or staged through registers); the caller synchronizes the block before reading them.
 template <int kThreads, bool kAsync, PayloadKind kPayload, typename Bits, typename Value,
-          int kItems>
+          int kItems, int kBudget, int kOther>
 __device__ __forceinline__ TileLocs load_tile(
-    MergeShared<kPayload, Bits, Value, kThreads, kItems>& shared, const Bits* keys1,
-    const Bits* keys2, const Value* vals1, const Value* vals2, int c1, int c2) {
+    MergeShared<kPayload, Bits, Value, kThreads, kItems, kBudget, kOther>& shared,
+    const Bits* keys1, const Bits* keys2, const Value* vals1, const Value* vals2, int c1, int c2) {
   constexpr int kTile = kThreads * kItems;
   TileLocs locs;
   if constexpr (kPayload == PayloadKind::kValue) {
@@ -86,6 +96,33 @@ __device__ __forceinline__ TileLocs load_tile(
   load_two_ranges<kThreads, kTile, kAsync>(keys1, c1, keys2, c2, shared.keys(), locs.key_loc1,
                                            locs.key_loc2);
   if constexpr (kAsync) wait_async_copies();
+  return locs;
+}
+
+// load_tile of whole rows, the keys as strided rows (tile_io.cuh load_rows_strided): `rows` rows
+// of len1 keys from keys1 at stride1 from slot 0, then (len2 > 0) `rows` rows of len2 keys from
+// keys2 at stride2 from slot key_loc2 = rows * stride1; the values (kValue) as load_tile places
+// them. The caller checked that the keys' sources are 16-byte aligned, the lengths multiples of
+// 16 bytes and that rows * (stride1 + stride2) + 1 slots fit `stage`.
+template <int kThreads, PayloadKind kPayload, typename Bits, typename Value, int kItems,
+          int kBudget, int kOther>
+__device__ __forceinline__ TileLocs load_tile_rows_strided(
+    MergeShared<kPayload, Bits, Value, kThreads, kItems, kBudget, kOther>& shared,
+    const Bits* keys1, const Bits* keys2, const Value* vals1, const Value* vals2, int rows,
+    int len1, int stride1, int len2, int stride2) {
+  constexpr int kTile = kThreads * kItems;
+  TileLocs locs;
+  if constexpr (kPayload == PayloadKind::kValue) {
+    load_two_ranges<kThreads, kTile, true>(vals1, rows * len1, vals2, rows * len2, shared.vals,
+                                           locs.val_loc1, locs.val_loc2);
+  }
+  locs.key_loc1 = 0;
+  locs.key_loc2 = rows * stride1;
+  load_rows_strided<kThreads>(keys1, rows, len1, stride1, shared.keys());
+  if (len2 > 0) {
+    load_rows_strided<kThreads>(keys2, rows, len2, stride2, shared.keys() + locs.key_loc2);
+  }
+  wait_async_copies();
   return locs;
 }
 

@@ -17,9 +17,12 @@
 //     element a store;
 //   * store_block_staged: a block's contiguous output staged in shared memory, stored with
 //     16-byte stores (rows merged by thread groups, whose outputs are not thread-striped).
+//   * load_rows_strided / store_rows_strided: whole rows of a block, 16 bytes a copy, each row
+//     at its own stride in shared memory (strided_row_stride: rows on different banks).
 // Invariants: every global read is inside [src, src + count) of its range; every shared write
 // is inside the buffer sizes given by kSharedSlots (load_two_ranges) or the ranges' total count
-// (load_ranges_packed) or the counts plus kChunkedSlack a range (load_ranges_chunked); nothing
+// (load_ranges_packed) or the counts plus kChunkedSlack a range (load_ranges_chunked) or rows x
+// stride (load_rows_strided, which its callers check against their buffer); nothing
 // here synchronizes the whole block.
 #pragma once
 
@@ -304,6 +307,51 @@ __device__ __forceinline__ void store_block_staged(const RangePlan<T>& plan, con
   const int tail_begin = plan.head + plan.chunks * kPer;
   if (tid < plan.head) dst[tid] = stage[plan.loc + tid];
   if (tid < plan.tail) dst[tail_begin + tid] = stage[plan.loc + tail_begin + tid];
+}
+
+// Rows staged one after another in shared memory at a stride ("strided rows"): the stride of
+// rows of `len` elements is an odd number of 16-byte chunks, so eight consecutive rows start in
+// eight different 16-byte bank groups of a 128-byte bank row, and a warp whose threads each work
+// in their own row (the rows kernel) spreads over the banks instead of meeting in a few. len
+// itself where rows of it cannot move 16 bytes at a time (len % kPer != 0) or already do.
+template <typename T>
+__host__ __device__ constexpr int strided_row_stride(int len) {
+  constexpr int kPer = kPerVector<T>;
+  return len == 0 || len % kPer != 0 || (len / kPer) % 2 == 1 ? len : len + kPer;
+}
+
+// Copies `rows` rows of `len` elements from src (contiguous, 16-byte aligned; len % kPer == 0)
+// into shared[row * stride, row * stride + len) (stride % kPer == 0, shared 16-byte aligned),
+// 16 bytes a copy without registers (cp.async); the caller waits (wait_async_copies) and
+// synchronizes the block.
+template <int kThreads, typename T>
+__device__ __forceinline__ void load_rows_strided(const T* src, int rows, int len, int stride,
+                                                  T* shared) {
+  constexpr int kPer = kPerVector<T>;
+  const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  const unsigned chunks_per_row = static_cast<unsigned>(len / kPer);
+  const int total = rows * (len / kPer);
+  for (int q = static_cast<int>(threadIdx.x); q < total; q += kThreads) {
+    const int row = static_cast<int>(static_cast<unsigned>(q) / chunks_per_row);
+    const int slot = row * stride + (q - row * static_cast<int>(chunks_per_row)) * kPer;
+    copy_async<16>(to + static_cast<uint32_t>(slot * sizeof(T)), src + q * kPer);
+  }
+}
+
+// The inverse store: `rows` strided rows of `len` elements in `stage` (as load_rows_strided places
+// them) to dst (contiguous, 16-byte aligned), 16 bytes a store. The caller synchronizes the
+// block before (every row staged).
+template <int kThreads, typename T>
+__device__ __forceinline__ void store_rows_strided(const T* stage, int rows, int len, int stride,
+                                                   T* dst) {
+  constexpr int kPer = kPerVector<T>;
+  const unsigned chunks_per_row = static_cast<unsigned>(len / kPer);
+  const int total = rows * (len / kPer);
+  for (int q = static_cast<int>(threadIdx.x); q < total; q += kThreads) {
+    const int row = static_cast<int>(static_cast<unsigned>(q) / chunks_per_row);
+    const int slot = row * stride + (q - row * static_cast<int>(chunks_per_row)) * kPer;
+    reinterpret_cast<uint4*>(dst)[q] = *reinterpret_cast<const uint4*>(stage + slot);
+  }
 }
 
 // Stores the block's outputs [0, count) to dst, thread t holding [t * kItems, t * kItems + kItems)

@@ -14,8 +14,10 @@
 // Rows no longer than a tile, every element valid ("rows"): a block merges rows_per_block whole
 // rows (tuning/merge.h merge_rows_shape), a group of threads a row, each thread kItems outputs of
 // its row with the branch-free merge_full; outputs are staged in shared memory and stored by the
-// block. Ragged rows ("packed"): a block merges up to kMaxRowsPerTile whole rows, its threads
-// crossing row boundaries (merge_general), so a vmap of tiny merges fills the GPU too.
+// block. Rows short enough that a warp holds several sit in shared memory as strided rows (inputs
+// and outputs: tile_io.cuh), so the warp's rows fall on different banks. Ragged rows ("packed"):
+// a block merges up to kMaxRowsPerTile whole rows, its threads crossing row boundaries
+// (merge_general), so a vmap of tiny merges fills the GPU too.
 // Invariants: all reads stay inside the block's ranges; every output is a permutation of its
 // inputs, unsorted input included (merges of the caller's input check that their threads and
 // tiles chain up and fall back to A then B: below); in-block positions are int32, global
@@ -440,24 +442,37 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   }
 }
 
-// Stages every thread's valid outputs (reg[c] for c < valid, at row position base + c), then the
-// block stores [0, count) to dst. Starts with a barrier: every earlier read of `stage` is done
-// (and every earlier shared store seen). Returns the block's OR of vote(), asked after that
-// barrier and gathered at the next one, which is there anyway.
-template <int kThreads, int kItems, typename T, typename Vote>
+// Stages every thread's valid outputs (reg[c] for c < valid: outputs d0 + c of row `row` of the
+// block's `rows` rows of row_len), then the block stores them to dst: as strided rows
+// (tile_io.cuh) where may_stride, their stride differs from row_len, they fit kStageBytes and
+// dst is 16-byte aligned, else contiguous (store_block_staged). Starts with a barrier: every
+// earlier read of `stage` is done (and every earlier shared store seen). Returns the block's OR
+// of vote(), asked after that barrier and gathered at the next one, which is there anyway.
+template <int kThreads, int kItems, int kStageBytes, typename T, typename Vote>
 __device__ __forceinline__ bool store_rows_staged(unsigned char* stage_bytes, const T (&reg)[kItems],
-                                                  int base, int valid, T* dst, int count,
+                                                  int row, int d0, int valid, int rows,
+                                                  int row_len, bool may_stride, T* dst,
                                                   const Vote& vote) {
+  const int count = rows * row_len;
+  const int stride = strided_row_stride<T>(row_len);
+  const bool strided = may_stride && stride != row_len &&
+                       rows * stride <= kStageBytes / int(sizeof(T)) &&
+                       (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
   const RangePlan<T> plan(dst, count, 0);
   T* stage = reinterpret_cast<T*>(stage_bytes);
   __syncthreads();
   const bool mine = vote();
+  const int at = strided ? row * stride + d0 : plan.loc + row * row_len + d0;
 #pragma unroll
   for (int c = 0; c < kItems; ++c) {
-    if (c < valid) stage[plan.loc + base + c] = reg[c];
+    if (c < valid) stage[at + c] = reg[c];
   }
   const bool any = __syncthreads_or(mine) != 0;
-  store_block_staged<kThreads>(plan, stage, dst);
+  if (strided) {
+    store_rows_strided<kThreads>(stage, rows, row_len, stride, dst);
+  } else {
+    store_block_staged<kThreads>(plan, stage, dst);
+  }
   return any;
 }
 
@@ -473,7 +488,11 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
                                            SpanChainWithEnds<Policy::kThreads>& chain) {
   using Bits = typename Traits::Bits;
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems;
-  __shared__ MergeShared<kPayload, Bits, Value, kThreads, kItems> shared;
+  using Shared = MergeShared<kPayload, Bits, Value, kThreads, kItems,
+                             shared_budget_per_block(Policy::kMinBlocks),
+                             int(sizeof(SpanChainWithEnds<kThreads>))>;
+  __shared__ Shared shared;
+  constexpr int kStageSlots = Shared::kStageBytes / int(sizeof(Bits));
   Bits* keys = shared.keys();
   const MergeLayout& layout = call.layout;
   const bool runs = layout.mode == RowMode::kRuns;
@@ -487,12 +506,33 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   const int count = rows_here * row_len;
   const int64_t in1 = runs ? row0 * row_len : row0 * m;
   const int64_t in2 = row0 * n;
-  const TileLocs locs = load_tile<Policy::kThreads, true>(
-      shared, static_cast<const Bits*>(call.a) + in1,
-      static_cast<const Bits*>(runs ? call.a : call.b) + in2,
-      static_cast<const Value*>(call.a_values) + in1,
-      static_cast<const Value*>(runs ? call.a_values : call.b_values) + in2,
-      runs ? count : rows_here * m, runs ? 0 : rows_here * n);
+  const Bits* keys1 = static_cast<const Bits*>(call.a) + in1;
+  const Bits* keys2 = static_cast<const Bits*>(runs ? call.a : call.b) + in2;
+  const Value* vals1 = static_cast<const Value*>(call.a_values) + in1;
+  const Value* vals2 = static_cast<const Value*>(runs ? call.a_values : call.b_values) + in2;
+  // The keys' rows in shared memory: range 1's (kRuns: whole rows; kSeparate: a's) at stride1,
+  // then b's at stride2; strided (tile_io.cuh) where rows are short enough that a warp holds
+  // several (tuning/merge.h kRowsStridedMaxThreadsPerRow), that spreads them over the banks,
+  // they fit (and the merge's one slot past B) and their sources allow 16-byte copies, else
+  // contiguous. The outputs are staged the same way under the same first condition.
+  constexpr int kPer = kPerVector<Bits>;
+  const bool short_rows = shape.threads_per_row <= kRowsStridedMaxThreadsPerRow;
+  const int len1 = runs ? row_len : m;
+  int stride1 = strided_row_stride<Bits>(len1), stride2 = strided_row_stride<Bits>(n);
+  const bool strided =
+      short_rows && len1 % kPer == 0 && n % kPer == 0 && (stride1 != len1 || stride2 != n) &&
+      rows_here * (stride1 + stride2) + 1 <= kStageSlots &&
+      ((reinterpret_cast<uintptr_t>(keys1) | reinterpret_cast<uintptr_t>(keys2)) & 15u) == 0;
+  TileLocs locs;
+  if (strided) {
+    locs = load_tile_rows_strided<kThreads>(shared, keys1, keys2, vals1, vals2, rows_here, len1,
+                                            stride1, n, stride2);
+  } else {
+    stride1 = len1;
+    stride2 = n;
+    locs = load_tile<kThreads, true>(shared, keys1, keys2, vals1, vals2,
+                                     runs ? count : rows_here * m, runs ? 0 : rows_here * n);
+  }
   // This thread's row and first output in it; its split of the row from the row's geometry.
   const int per_row = static_cast<int>(shape.threads_per_row);
   const int r = static_cast<int>(threadIdx.x) / per_row;
@@ -505,10 +545,10 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
     rm = static_cast<int>(g.m);
     rn = static_cast<int>(g.n);
   }
-  const int a_row = runs ? r * row_len : r * m;  // element offsets in the loaded ranges
+  const int a_row = runs ? r * row_len : r * m;  // values' element offsets in the loaded ranges
   const int b_row = runs ? a_row + rm : r * n;
-  const int a_loc = locs.key_loc1 + a_row;
-  const int b_loc = (runs ? locs.key_loc1 : locs.key_loc2) + b_row;
+  const int a_loc = locs.key_loc1 + r * stride1;  // the keys' (strided or not)
+  const int b_loc = runs ? a_loc + rm : locs.key_loc2 + r * stride2;
   const int va_loc = locs.val_loc1 + a_row;
   const int vb_loc = (runs ? locs.val_loc1 : locs.val_loc2) + b_row;
   __syncthreads();
@@ -552,23 +592,24 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
                                   static_cast<int32_t*>(call.out_payload) + row0 * ranked_len);
     return false;
   }
-  const int base = r * row_len + d0;
+  constexpr int kStageBytes = Shared::kStageBytes;
   const int64_t out_begin = row0 * row_len;
   auto no_vote = [] { return false; };
-  const bool any_broken = store_rows_staged<kThreads, kItems>(
-      shared.stage, key_reg, base, valid, static_cast<Bits*>(call.out) + out_begin, count,
+  const bool any_broken = store_rows_staged<kThreads, kItems, kStageBytes>(
+      shared.stage, key_reg, r, d0, valid, rows_here, row_len, short_rows,
+      static_cast<Bits*>(call.out) + out_begin,
       [&] { return chain.breaks_and_keep(end); });  // (after a barrier: every start published)
   if constexpr (kPayload == PayloadKind::kIndex) {
-    store_rows_staged<kThreads, kItems>(shared.stage, index_reg, base, valid,
-                                        static_cast<int32_t*>(call.out_payload) + out_begin,
-                                        count, no_vote);
+    store_rows_staged<kThreads, kItems, kStageBytes>(
+        shared.stage, index_reg, r, d0, valid, rows_here, row_len, short_rows,
+        static_cast<int32_t*>(call.out_payload) + out_begin, no_vote);
   } else if constexpr (kPayload == PayloadKind::kValue) {
     Value value_reg[kItems];
 #pragma unroll
     for (int c = 0; c < kItems; ++c) value_reg[c] = c < valid ? shared.vals[index_reg[c]] : Value(0);
-    store_rows_staged<kThreads, kItems>(shared.stage, value_reg, base, valid,
-                                        static_cast<Value*>(call.out_payload) + out_begin, count,
-                                        no_vote);
+    store_rows_staged<kThreads, kItems, kStageBytes>(
+        shared.stage, value_reg, r, d0, valid, rows_here, row_len, short_rows,
+        static_cast<Value*>(call.out_payload) + out_begin, no_vote);
   }
   return any_broken;
 }

@@ -180,8 +180,8 @@ struct RowsItems {
 inline constexpr int kRowsTableKeyBytes = 4;
 inline constexpr int kRowsTableThreads = 256;
 inline constexpr int kRowsTableItems = 19;
-inline constexpr RowsItems kRowsItemsTable[] = {{16, 9},  {24, 13}, {32, 9},  {48, 13},
-                                                {64, 13}, {96, 15}, {128, 15}};
+inline constexpr RowsItems kRowsItemsTable[] = {{16, 17}, {24, 13}, {32, 17}, {48, 17},
+                                                {64, 17}, {96, 15}, {128, 19}};
 inline constexpr int kRowsSlotCuts[] = {2, 4, 6};
 inline constexpr int kMinRowsItems = 3;
 
@@ -244,6 +244,26 @@ constexpr int merge_rows_items(int key_bytes, int threads, int items, int64_t ro
     }
   }
   return best;
+}
+
+// Strided rows in the rows kernel (tile_io.cuh strided_row_stride: an odd number of 16-byte
+// chunks a row, so a warp's rows start on different banks): taken where a row has at most this
+// many threads (four rows or more a warp; longer rows gain nothing from it), the block's rows
+// fit, and the sources are 16-byte aligned. The kernel's stage holds a tile plus up to
+// 1 / kRowsStageSlackDivisor more for them (rows of 8 + 8 4-byte keys need 12 + 12 slots a row
+// against 16), within the shared memory that keeps the policy's kMinBlocks blocks an SM
+// (kSharedBytesPerSm, less kSharedReservedPerBlock a block) and the 48 KB static limit.
+// docs/performance.md, "Strided rows in the rows kernel".
+inline constexpr int kRowsStridedMaxThreadsPerRow = 8;
+inline constexpr int kRowsStageSlackDivisor = 2;
+inline constexpr int kSharedBytesPerSm = 228 * 1024;  // sm_90 (sm_80: 164 KB)
+inline constexpr int kSharedReservedPerBlock = 1024;
+inline constexpr int kStaticSharedLimit = 48 * 1024;
+
+// The shared memory a block of a policy with kMinBlocks blocks an SM may take.
+constexpr int shared_budget_per_block(int min_blocks) {
+  const int fair = kSharedBytesPerSm / (min_blocks > 0 ? min_blocks : 1) - kSharedReservedPerBlock;
+  return fair < kStaticSharedLimit ? fair : kStaticSharedLimit;
 }
 
 // The same threads and register cap as Policy, `items - kCut` a thread (merge_rows_items).
