@@ -140,7 +140,8 @@ def test_gpu_full_rows_sweep(rng, key_dtype, value_dtype):
 
 
 # Rows whose sides are whole 16-byte chunks: the rows kernel stages them as strided rows
-# (tile_io.cuh strided_row_stride), or contiguously where a block's rows do not fit that way.
+# (tile_io.cuh strided_row_stride), or contiguously where a row has more than
+# kRowsStridedMaxThreadsPerRow threads (64+64 with indices) or a side's chunks are already odd.
 STRIDED_ROW_SIDES = [(8, 8), (16, 16), (8, 24), (32, 32), (48, 16), (64, 64)]
 
 

@@ -46,8 +46,9 @@ __device__ __forceinline__ MergeEnd merge_full_sorted(bool nan_free,
   return merge_full<kCount, Traits>(keys, a_loc, m, b_loc, n, diag, 0, flip, emit, started);
 }
 
-// Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges places
-// them) and later every warp's output transposes; `vals` holds the tile's values (kValue only).
+// Shared-memory layout of a merge block: `stage` holds the tile's keys (as load_two_ranges or
+// load_rows_strided place them) and later every warp's output transposes; `vals` holds the tile's
+// values (kValue only).
 // kSlackBudget > 0: `stage` is up to 1 / kRowsStageSlackDivisor larger (the rows kernel's strided
 // rows) while the layout and kOtherBytes of the block's other shared memory stay within
 // kSlackBudget bytes (tuning/merge.h shared_budget_per_block).
@@ -103,7 +104,7 @@ __device__ __forceinline__ TileLocs load_tile(
 // of len1 keys from keys1 at stride1 from slot 0, then (len2 > 0) `rows` rows of len2 keys from
 // keys2 at stride2 from slot key_loc2 = rows * stride1; the values (kValue) as load_tile places
 // them. The caller checked that the keys' sources are 16-byte aligned, the lengths multiples of
-// 16 bytes and that rows * (stride1 + stride2) + 1 slots fit `stage`.
+// 16 bytes and that rows * (stride1 + stride2) slots (and the merge's reads past them) fit.
 template <int kThreads, PayloadKind kPayload, typename Bits, typename Value, int kItems,
           int kBudget, int kOther>
 __device__ __forceinline__ TileLocs load_tile_rows_strided(

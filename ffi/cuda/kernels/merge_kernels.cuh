@@ -513,15 +513,17 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   // The keys' rows in shared memory: range 1's (kRuns: whole rows; kSeparate: a's) at stride1,
   // then b's at stride2; strided (tile_io.cuh) where rows are short enough that a warp holds
   // several (tuning/merge.h kRowsStridedMaxThreadsPerRow), that spreads them over the banks,
-  // they fit (and the merge's one slot past B) and their sources allow 16-byte copies, else
-  // contiguous. The outputs are staged the same way under the same first condition.
+  // they fit (with kItems slots past the last row: a row's last thread steps through all its
+  // items, reading up to that far past its row, as merge_rows_shape allows for) and their
+  // sources allow 16-byte copies, else contiguous. The outputs are staged strided under the
+  // same first condition where their own stride, room and alignment allow (store_rows_staged).
   constexpr int kPer = kPerVector<Bits>;
   const bool short_rows = shape.threads_per_row <= kRowsStridedMaxThreadsPerRow;
   const int len1 = runs ? row_len : m;
   int stride1 = strided_row_stride<Bits>(len1), stride2 = strided_row_stride<Bits>(n);
   const bool strided =
       short_rows && len1 % kPer == 0 && n % kPer == 0 && (stride1 != len1 || stride2 != n) &&
-      rows_here * (stride1 + stride2) + 1 <= kStageSlots &&
+      rows_here * (stride1 + stride2) + kItems <= kStageSlots &&
       ((reinterpret_cast<uintptr_t>(keys1) | reinterpret_cast<uintptr_t>(keys2)) & 15u) == 0;
   TileLocs locs;
   if (strided) {
