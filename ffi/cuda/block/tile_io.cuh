@@ -320,6 +320,18 @@ __host__ __device__ constexpr int strided_row_stride(int len) {
   return len == 0 || len % kPer != 0 || (len / kPer) % 2 == 1 ? len : len + kPer;
 }
 
+// The block's threads visit the 16-byte chunks q of `rows` contiguous rows of `len` elements
+// (kPer a chunk; len % kPer == 0), each with its slot in the strided rows: f(q, slot).
+template <int kThreads, int kPer, typename F>
+__device__ __forceinline__ void for_strided_chunks(int rows, int len, int stride, const F& f) {
+  const unsigned chunks_per_row = static_cast<unsigned>(len / kPer);
+  const int total = rows * (len / kPer);
+  for (int q = static_cast<int>(threadIdx.x); q < total; q += kThreads) {
+    const int row = static_cast<int>(static_cast<unsigned>(q) / chunks_per_row);
+    f(q, row * stride + (q - row * static_cast<int>(chunks_per_row)) * kPer);
+  }
+}
+
 // Copies `rows` rows of `len` elements from src (contiguous, 16-byte aligned; len % kPer == 0)
 // into shared[row * stride, row * stride + len) (stride % kPer == 0, shared 16-byte aligned),
 // 16 bytes a copy without registers (cp.async); the caller waits (wait_async_copies) and
@@ -329,13 +341,9 @@ __device__ __forceinline__ void load_rows_strided(const T* src, int rows, int le
                                                   T* shared) {
   constexpr int kPer = kPerVector<T>;
   const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
-  const unsigned chunks_per_row = static_cast<unsigned>(len / kPer);
-  const int total = rows * (len / kPer);
-  for (int q = static_cast<int>(threadIdx.x); q < total; q += kThreads) {
-    const int row = static_cast<int>(static_cast<unsigned>(q) / chunks_per_row);
-    const int slot = row * stride + (q - row * static_cast<int>(chunks_per_row)) * kPer;
+  for_strided_chunks<kThreads, kPer>(rows, len, stride, [&](int q, int slot) {
     copy_async<16>(to + static_cast<uint32_t>(slot * sizeof(T)), src + q * kPer);
-  }
+  });
 }
 
 // The inverse store: `rows` strided rows of `len` elements in `stage` (as load_rows_strided places
@@ -344,14 +352,9 @@ __device__ __forceinline__ void load_rows_strided(const T* src, int rows, int le
 template <int kThreads, typename T>
 __device__ __forceinline__ void store_rows_strided(const T* stage, int rows, int len, int stride,
                                                    T* dst) {
-  constexpr int kPer = kPerVector<T>;
-  const unsigned chunks_per_row = static_cast<unsigned>(len / kPer);
-  const int total = rows * (len / kPer);
-  for (int q = static_cast<int>(threadIdx.x); q < total; q += kThreads) {
-    const int row = static_cast<int>(static_cast<unsigned>(q) / chunks_per_row);
-    const int slot = row * stride + (q - row * static_cast<int>(chunks_per_row)) * kPer;
+  for_strided_chunks<kThreads, kPerVector<T>>(rows, len, stride, [&](int q, int slot) {
     reinterpret_cast<uint4*>(dst)[q] = *reinterpret_cast<const uint4*>(stage + slot);
-  }
+  });
 }
 
 // Stores the block's outputs [0, count) to dst, thread t holding [t * kItems, t * kItems + kItems)
