@@ -16,18 +16,16 @@
 
 #include "../block/grid_launch.cuh"
 #include "../kernels/topk_kernels.cuh"
+#include "jax_mergepath/tuning/merge.h"
 #include "jax_mergepath/tuning/workspace.h"
 #include "per_traits.h"
 
 namespace jax_mergepath {
 namespace topk {
 
-// Dynamic shared memory past this needs opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
-inline constexpr int kStaticSharedLimit = 48 * 1024;
-
 template <typename Kernel>
 cudaError_t allow_shared(Kernel* kernel, int64_t bytes) {
-  if (bytes <= kStaticSharedLimit) return cudaSuccess;
+  if (bytes <= kSharedBytesWithoutOptIn) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(bytes));
 }

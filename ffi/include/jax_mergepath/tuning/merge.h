@@ -252,18 +252,21 @@ constexpr int merge_rows_items(int key_bytes, int threads, int items, int64_t ro
 // fit, and the sources are 16-byte aligned. The kernel's stage holds a tile plus up to
 // 1 / kRowsStageSlackDivisor more for them (rows of 8 + 8 4-byte keys need 12 + 12 slots a row
 // against 16), within the shared memory that keeps the policy's kMinBlocks blocks an SM
-// (kSharedBytesPerSm, less kSharedReservedPerBlock a block) and the 48 KB static limit.
+// (kSharedBytesPerSm, less kSharedReservedPerBlock a block) and the 48 KB of static shared memory
+// a kernel may take.
 // docs/performance.md, "Strided rows in the rows kernel".
 inline constexpr int kRowsStridedMaxThreadsPerRow = 8;
 inline constexpr int kRowsStageSlackDivisor = 2;
 inline constexpr int kSharedBytesPerSm = 228 * 1024;  // sm_90 (sm_80: 164 KB)
 inline constexpr int kSharedReservedPerBlock = 1024;
-inline constexpr int kStaticSharedLimit = 48 * 1024;
+// A kernel's static shared memory is at most this; dynamic shared memory past it needs opting in
+// (cudaFuncAttributeMaxDynamicSharedMemorySize).
+inline constexpr int kSharedBytesWithoutOptIn = 48 * 1024;
 
 // The shared memory a block of a policy with kMinBlocks blocks an SM may take.
 constexpr int shared_budget_per_block(int min_blocks) {
   const int fair = kSharedBytesPerSm / (min_blocks > 0 ? min_blocks : 1) - kSharedReservedPerBlock;
-  return fair < kStaticSharedLimit ? fair : kStaticSharedLimit;
+  return fair < kSharedBytesWithoutOptIn ? fair : kSharedBytesWithoutOptIn;
 }
 
 // The same threads and register cap as Policy, `items - kCut` a thread (merge_rows_items).
