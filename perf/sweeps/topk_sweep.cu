@@ -9,8 +9,9 @@
 // stream strategies also time their filter kernel alone (the one read of the data: the tile
 // filter, or the stream filter). Cases: 1-D float32 2^24 / 2^27 at k 10 and 1000 (stream vs
 // grid), the exact path forced (equal keys, few distinct keys, clipped normals), rows 16384 x
-// 4096 k 32, 1024 x 65536 k 256 (also the stream strategy), 131072 x 512 k 8 (registers /
-// vectorized block vs the scalar block), int32 / bfloat16 / float64 / int8 keys, smallest
+// 4096 k 32, 1024 x 65536 k 256 (also the stream strategy; bfloat16, float64 and int8 too),
+// 131072 x 512 k 8 (registers / vectorized block vs the scalar block), int32 / bfloat16 /
+// float64 / int8 keys, smallest
 // first, rows of every length class around the registers strategy's shapes (a warp of 4, 8, 16
 // keys a lane; blocks of 64 to 512 threads) at k up to their limit, ties, and the lengths
 // around kTopkGridMinLength. Larger k (k >
@@ -319,6 +320,10 @@ int main(int argc, char** argv) {
   run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, R, blocks);
   run_case<uint32_t>("float32", F, 32, 1024, 65536, 256, true, R,
                      {kBlock, kBlockVec, kStream});
+  // the vectorized block's other key widths on long rows
+  run_case<uint16_t>("bfloat16", F, 16, 1024, 65536, 256, true, R, {kBlock});
+  run_case<uint64_t>("float64", F, 64, 1024, 65536, 256, true, R, {kBlock});
+  run_case<uint8_t>("int8", S, 0, 1024, 65536, 256, true, R, {kBlock});
   run_case<uint32_t>("float32", F, 32, 131072, 512, 8, true, R, blocks);
   run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, Pattern::kEqual, blocks);
   run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, Pattern::kFew, blocks);

@@ -233,26 +233,22 @@ __device__ __forceinline__ void warp_append(int mine, int* next, int64_t cap, co
   }
 }
 
-// One stretch of a filtering read, by every thread of a block of kThreads: the kItems keys of
-// thread t (item i: key start + (i / kVec) kThreads kVec + t kVec + i % kVec of a row of len
-// keys at base), read by 16-byte loads where `vectors` and the stretch is whole, else by
-// load(p) (0 past the row); each made an order key by to_order, those >= threshold appended by
-// warp_append to the places counted by *next (write(at, order key, position) for at < cap).
-template <typename Bits, int kThreads, int kItems, bool kReadOnly, typename Load, typename ToOrder,
-          typename Write>
-__device__ __forceinline__ void filter_stretch(const Bits* base, int64_t start, int64_t len,
-                                               bool vectors, Bits threshold, const Load& load,
-                                               const ToOrder& to_order, int* next, int64_t cap,
-                                               const Write& write) {
+// filter_stretch's body. Every item of the stretch is in the row where kWhole (no position
+// checks compiled) or `whole` (checked at run time, block-uniform).
+template <bool kWhole, typename Bits, int kThreads, int kItems, bool kReadOnly, typename Load,
+          typename ToOrder, typename Write>
+__device__ __forceinline__ void filter_items(const Bits* base, int64_t start, int64_t len,
+                                             bool whole, bool vectors, Bits threshold,
+                                             const Load& load, const ToOrder& to_order, int* next,
+                                             int64_t cap, const Write& write) {
   constexpr int kVec = kVectorKeys<Bits>;
   constexpr int kVecs = kItems / kVec;
-  constexpr int64_t kStep = int64_t{kThreads} * kItems;
   auto position = [&](int i) {
     return start + int64_t{i / kVec} * kThreads * kVec + int64_t{threadIdx.x} * kVec + i % kVec;
   };
-  const bool whole = start + kStep <= len;  // (block-uniform: every item in the row)
+  const bool all_in = kWhole || whole;
   Bits u[kItems];
-  if (vectors && whole) {
+  if (all_in && vectors) {
 #pragma unroll
     for (int v = 0; v < kVecs; ++v) {
       Bits raw[kVec];
@@ -264,10 +260,10 @@ __device__ __forceinline__ void filter_stretch(const Bits* base, int64_t start, 
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       const int64_t p = position(i);
-      u[i] = p < len ? load(p) : Bits(0);
+      u[i] = all_in || p < len ? load(p) : Bits(0);
     }
   }
-  auto take = [&](int i) { return (whole || position(i) < len) && u[i] >= threshold; };
+  auto take = [&](int i) { return (all_in || position(i) < len) && u[i] >= threshold; };
   int mine = 0;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
@@ -278,6 +274,22 @@ __device__ __forceinline__ void filter_stretch(const Bits* base, int64_t start, 
     warp_append<kItems>(mine, next, cap, take,
                         [&](int64_t at, int i) { write(at, u[i], position(i)); });
   }
+}
+
+// One stretch of a filtering read, by every thread of a block of kThreads: the kItems keys of
+// thread t (item i: key start + (i / kVec) kThreads kVec + t kVec + i % kVec of a row of len
+// keys at base), read by 16-byte loads where `vectors` and the stretch is whole, else by
+// load(p) (0 past the row); each made an order key by to_order, those >= threshold appended by
+// warp_append to the places counted by *next (write(at, order key, position) for at < cap).
+template <typename Bits, int kThreads, int kItems, bool kReadOnly, typename Load, typename ToOrder,
+          typename Write>
+__device__ __forceinline__ void filter_stretch(const Bits* base, int64_t start, int64_t len,
+                                               bool vectors, Bits threshold, const Load& load,
+                                               const ToOrder& to_order, int* next, int64_t cap,
+                                               const Write& write) {
+  filter_items<false, Bits, kThreads, kItems, kReadOnly>(
+      base, start, len, start + int64_t{kThreads} * kItems <= len, vectors, threshold, load,
+      to_order, next, cap, write);
 }
 
 // block_topk's shared memory: cap order keys, max_samples samples, cap indices and the
@@ -475,17 +487,25 @@ __device__ void stream_vectors(const Source& src, int64_t len, Bits threshold, i
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const Bits* base = src.base();
   const bool aligned = aligned16(base);
-  for (int64_t start = 0; start < len; start += kStep) {
-    filter_stretch<Bits, kThreads, kItems, Source::kReadOnly>(
-        base, start, len, aligned, threshold, [&](int64_t p) { return src.stored(p); },
-        [&](Bits b) { return src.order_of(b); }, &sc.count, cap,
-        [&](int64_t at, Bits key, int64_t p) {
-          buf.keys[at] = key;
-          buf.indices[at] = src.index(p);
-        });
+  auto load = [&](int64_t p) { return src.stored(p); };
+  auto to_order = [&](Bits b) { return src.order_of(b); };
+  auto write = [&](int64_t at, Bits key, int64_t p) {
+    buf.keys[at] = key;
+    buf.indices[at] = src.index(p);
+  };
+  constexpr bool kSplit = topk_whole_stretches_apart(int(sizeof(Bits)));
+  int64_t start = 0;
+  for (; start < len && (!kSplit || start + kStep <= len); start += kStep) {
+    filter_items<kSplit, Bits, kThreads, kItems, Source::kReadOnly>(
+        base, start, len, start + kStep <= len, aligned, threshold, load, to_order, &sc.count,
+        cap, write);
     int seen = 0;
     if (lane == 0) seen = *static_cast<volatile int*>(&sc.count);
-    if (__shfl_sync(kFullMask, seen, 0) > cap) break;
+    if (__shfl_sync(kFullMask, seen, 0) > cap) return;
+  }
+  if (kSplit && start < len) {  // the part stretch after the whole ones
+    filter_items<false, Bits, kThreads, kItems, Source::kReadOnly>(
+        base, start, len, false, aligned, threshold, load, to_order, &sc.count, cap, write);
   }
 }
 

@@ -190,6 +190,13 @@ JMP_HD constexpr int64_t topk_block_shared_bytes(int key_bytes, int64_t cap, int
 inline constexpr int kTopkBlockVecs = 4;
 inline constexpr bool kTopkBlockVector = true;  // kBlockVec for the block's rows (false: kBlock)
 
+// Whether the vectorized block streams a row's whole stretches with a loop of their own, its
+// items unchecked (then the part stretch at the end, checked), or every stretch through one
+// loop that checks each item's position unless the stretch is whole: apart for keys of up to 4
+// bytes (fewer instructions a key), together for 8-byte keys (apart, their spills cost more
+// than the checks). Measured with perf/sweeps/topk_sweep.cu (docs/performance.md, "Top-k").
+JMP_HD constexpr bool topk_whole_stretches_apart(int key_bytes) { return key_bytes <= 4; }
+
 // ------------------------------------------------------------------ GPU: a row in registers
 // kRegs (ffi/cuda/kernels/topk_regs.cuh): a group of G threads a row (a warp, kTopkRegsWarps
 // rows a block, or a block of 64 to kTopkRegsMaxGroup threads), each thread holding `items` keys of
