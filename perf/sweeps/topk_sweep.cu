@@ -324,6 +324,13 @@ int main(int argc, char** argv) {
   run_case<uint16_t>("bfloat16", F, 16, 1024, 65536, 256, true, R, {kBlock});
   run_case<uint64_t>("float64", F, 64, 1024, 65536, 256, true, R, {kBlock});
   run_case<uint8_t>("int8", S, 0, 1024, 65536, 256, true, R, {kBlock});
+  // the vectorized block by row count (its blocks an SM against the rows: the last wave's share)
+  for (int64_t rows : {int64_t{132}, int64_t{396}, int64_t{2048}, int64_t{4096}}) {
+    run_case<uint32_t>("float32", F, 32, rows, 65536, 256, true, R, {});
+  }
+  for (int64_t rows : {int64_t{1024}, int64_t{4096}, int64_t{8192}}) {
+    run_case<uint32_t>("float32", F, 32, rows, 16384, 64, true, R, {});
+  }
   run_case<uint32_t>("float32", F, 32, 131072, 512, 8, true, R, blocks);
   run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, Pattern::kEqual, blocks);
   run_case<uint32_t>("float32", F, 32, 16384, 4096, 32, true, Pattern::kFew, blocks);

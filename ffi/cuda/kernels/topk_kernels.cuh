@@ -531,7 +531,7 @@ __device__ void block_topk(const Source& src, int64_t len, int k, int cap, int m
   } else {
     int64_t s = topk_block_samples(len);
     s = s < max_samples ? s : max_samples;
-    const int r = static_cast<int>(topk_sample_rank(k, len, s));
+    const int r = static_cast<int>(topk_block_sample_rank(k, len, s));
     const int shift = kVector ? topk_log2_exact(s) : -1;
     for (int64_t j = threadIdx.x; j < s; j += kThreads) {
       buf.samples[j] = src.key(shift >= 0 ? topk_sample_position_pow2(j, len, shift)

@@ -42,16 +42,30 @@ inline constexpr int64_t kTopkCpuChunk = int64_t{1} << 16;
 //   capacity = ceil((r + kTopkCapZ sqrt(r) + kTopkCapC) L / s)
 // bounds them but with a chance of kTopkCapZ standard deviations (more: the exact path). To be
 // measured (how often the exact path runs, against the candidates' sort time).
+// A block a row takes kTopkBlockRankZ where its buffer still holds the candidates (else
+// kTopkRankZ): its exact path is one block's passes over the row, the rest of the grid done (at
+// 3, 1024 x 65536 k 256 has about one misjudged row a call: ~80 us more); the grid's exact path
+// is the whole grid's. Measured with perf/sweeps/topk_sweep.cu (docs/performance.md, "Top-k").
+#ifndef JMP_TOPK_BLOCK_RANK_Z
+#define JMP_TOPK_BLOCK_RANK_Z 5.0
+#endif
 inline constexpr double kTopkRankZ = 3.0;
+inline constexpr double kTopkBlockRankZ = JMP_TOPK_BLOCK_RANK_Z;
 inline constexpr double kTopkRankC = 2.0;
 inline constexpr double kTopkCapZ = 5.0;
 inline constexpr double kTopkCapC = 4.0;
 
-JMP_HD int64_t topk_sample_rank(int64_t k, int64_t length, int64_t samples) {
+// The rank r above for a margin of z standard deviations.
+JMP_HD int64_t topk_sample_rank_at(int64_t k, int64_t length, int64_t samples, double z) {
   if (samples <= 0 || length <= 0) return 1;
   const double m = double(k) * double(samples) / double(length);
-  const double r = ::ceil(m + kTopkRankZ * ::sqrt(m) + kTopkRankC);
+  const double r = ::ceil(m + z * ::sqrt(m) + kTopkRankC);
   return r < 1.0 ? 1 : (r > double(samples) ? samples : static_cast<int64_t>(r));
+}
+
+// The grid's rank (kTopkRankZ).
+JMP_HD int64_t topk_sample_rank(int64_t k, int64_t length, int64_t samples) {
+  return topk_sample_rank_at(k, length, samples, kTopkRankZ);
 }
 
 // The candidates a capacity holds for the r-th largest of s samples of L keys (above).
@@ -142,12 +156,21 @@ JMP_HD int64_t topk_block_samples(int64_t length) {
   return s < length ? s : length;
 }
 
+// A block's rank: block_topk's threshold and topk_block_cap's candidates (kTopkBlockRankZ where
+// its candidates fit kTopkBlockMaxCap, else kTopkRankZ).
+JMP_HD int64_t topk_block_sample_rank(int64_t k, int64_t length, int64_t samples) {
+  const int64_t wide = topk_sample_rank_at(k, length, samples, kTopkBlockRankZ);
+  const bool fits =
+      samples > 0 && topk_candidates_bound(wide, length, samples) <= kTopkBlockMaxCap;
+  return fits ? wide : topk_sample_rank(k, length, samples);
+}
+
 // The candidate buffer a block takes for a row of `length` keys: a power of two holding k, and
 // the candidates of its sampled threshold (topk_candidates_bound), at least kTopkBlockMinCap.
 JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
   const int64_t s = topk_block_samples(length);
   const int64_t expected =
-      topk_candidates_bound(topk_sample_rank(k, length, s), length, s > 0 ? s : 1);
+      topk_candidates_bound(topk_block_sample_rank(k, length, s), length, s > 0 ? s : 1);
   int64_t want = expected > k ? expected : k;
   want = want < kTopkBlockMinCap ? kTopkBlockMinCap : want;
   return topk_pow2_ceil(want);
