@@ -42,7 +42,7 @@ inline constexpr int64_t kTopkCpuChunk = int64_t{1} << 16;
 //   capacity = ceil((r + kTopkCapZ sqrt(r) + kTopkCapC) L / s)
 // bounds them but with a chance of kTopkCapZ standard deviations (more: the exact path). To be
 // measured (how often the exact path runs, against the candidates' sort time).
-// A block a row takes kTopkBlockRankZ where its buffer still holds the candidates (else
+// A block a row takes kTopkBlockRankZ where that keeps its buffer (topk_block_sample_rank; else
 // kTopkRankZ): its exact path is one block's passes over the row, the rest of the grid done (at
 // 3, 1024 x 65536 k 256 has about one misjudged row a call: ~80 us more); the grid's exact path
 // is the whole grid's. Measured with perf/sweeps/topk_sweep.cu (docs/performance.md, "Top-k").
@@ -156,24 +156,32 @@ JMP_HD int64_t topk_block_samples(int64_t length) {
   return s < length ? s : length;
 }
 
-// A block's rank: block_topk's threshold and topk_block_cap's candidates (kTopkBlockRankZ where
-// its candidates fit kTopkBlockMaxCap, else kTopkRankZ).
-JMP_HD int64_t topk_block_sample_rank(int64_t k, int64_t length, int64_t samples) {
-  const int64_t wide = topk_sample_rank_at(k, length, samples, kTopkBlockRankZ);
-  const bool fits =
-      samples > 0 && topk_candidates_bound(wide, length, samples) <= kTopkBlockMaxCap;
-  return fits ? wide : topk_sample_rank(k, length, samples);
-}
-
-// The candidate buffer a block takes for a row of `length` keys: a power of two holding k, and
-// the candidates of its sampled threshold (topk_candidates_bound), at least kTopkBlockMinCap.
-JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
-  const int64_t s = topk_block_samples(length);
-  const int64_t expected =
-      topk_candidates_bound(topk_block_sample_rank(k, length, s), length, s > 0 ? s : 1);
+// The candidate buffer of a block whose threshold is the r-th largest of s samples of a row of
+// `length` keys: a power of two holding k and the candidates topk_candidates_bound allows for,
+// at least kTopkBlockMinCap.
+JMP_HD int64_t topk_block_buffer(int64_t r, int64_t k, int64_t length, int64_t samples) {
+  const int64_t expected = topk_candidates_bound(r, length, samples > 0 ? samples : 1);
   int64_t want = expected > k ? expected : k;
   want = want < kTopkBlockMinCap ? kTopkBlockMinCap : want;
   return topk_pow2_ceil(want);
+}
+
+// A block's rank: block_topk's threshold and topk_block_cap's buffer. kTopkBlockRankZ where its
+// buffer is the one kTopkRankZ takes, at most kTopkBlockMaxCap (so no shape changes its buffer,
+// its blocks an SM or its strategy); else kTopkRankZ.
+JMP_HD int64_t topk_block_sample_rank(int64_t k, int64_t length, int64_t samples) {
+  const int64_t narrow = topk_sample_rank(k, length, samples);
+  const int64_t wide = topk_sample_rank_at(k, length, samples, kTopkBlockRankZ);
+  const int64_t buffer = topk_block_buffer(narrow, k, length, samples);
+  const bool same = samples > 0 && buffer <= kTopkBlockMaxCap &&
+                    topk_block_buffer(wide, k, length, samples) == buffer;
+  return same ? wide : narrow;
+}
+
+// The candidate buffer a block takes for a row of `length` keys (its samples and rank above).
+JMP_HD int64_t topk_block_cap(int64_t length, int64_t k) {
+  const int64_t s = topk_block_samples(length);
+  return topk_block_buffer(topk_block_sample_rank(k, length, s), k, length, s);
 }
 
 // Threads a block of the rows kernel: 64 up to 1024 keys a row, then 128, 256, 512, at most
