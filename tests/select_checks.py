@@ -4,6 +4,7 @@
 # is (in the sorts' order: NaN last, -0.0 == +0.0, integers as numbers).
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -30,6 +31,28 @@ OTHER_DTYPES = _jnp_dtypes((
     "float8_e3m4", "float8_e4m3", "float8_e5m2", "float8_e5m2fnuz",
     "int2", "int4", "uint2", "uint4", "float4_e2m1fn",
 ))
+
+
+@functools.cache
+def lax_flushes_subnormals(dtype: Any) -> bool:
+    """Whether lax.top_k on jax's default device compares `dtype`'s subnormals as zeros, so its
+    result is not the contract's where they occur: XLA:CPU does for bfloat16 on a host whose
+    bfloat16 arithmetic flushes them (AVX512-BF16)."""
+    dt = np.dtype(jax.dtypes.canonicalize_dtype(dtype))  # (float64 is float32 without x64)
+    if not jnp.issubdtype(dt, jnp.floating) or jax.dtypes.itemsize_bits(dt) < 8:
+        return False
+    x = jnp.asarray(np.array([0, 1], f"u{dt.itemsize}").view(dt))  # +0.0, the least subnormal
+    return int(jax.lax.top_k(x, 1)[1][0]) == 0
+
+
+def has_subnormals(x: Any) -> bool:
+    """Whether a float array holds a subnormal."""
+    x = np.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating) or jax.dtypes.itemsize_bits(x.dtype) < 8:
+        return False
+    tiny = float(ml_dtypes.finfo(x.dtype).smallest_normal)
+    magnitude = np.abs(x.astype(np.float64))
+    return bool(np.any((magnitude > 0) & (magnitude < tiny)))
 
 
 def _bits_of(x: np.ndarray) -> tuple[np.ndarray, int]:

@@ -1,8 +1,9 @@
 # jmp.top_k / top_k_by_key on the CPU: lax.top_k's results bit for bit (values and indices) on
-# every dtype where lax's result is the contract's, a numpy reference (select_checks.py) on every
-# dtype, both directions, k at the edges, rows and axes, the CPU's chunked long rows (ties,
-# equal keys, presorted), weak types, errors as lax raises them, and hypothesis properties of
-# ties, +-0.0 and NaNs. Transforms (jit, vmap as one call, grad, jvp) at the end.
+# every dtype where lax's result is the contract's (not where XLA:CPU compares bfloat16
+# subnormals as zeros and they occur: select_checks.py), a numpy reference on every dtype, both
+# directions, k at the edges, rows and axes, the CPU's chunked long rows (ties, equal keys,
+# presorted), weak types, errors as lax raises them, and hypothesis properties of ties, +-0.0
+# and NaNs. Transforms (jit, vmap as one call, grad, jvp) at the end.
 from __future__ import annotations
 
 import jax
@@ -18,6 +19,8 @@ from select_checks import (
     OTHER_DTYPES,
     assert_values_match_lax,
     every_pattern,
+    has_subnormals,
+    lax_flushes_subnormals,
     ref_top_k,
 )
 from tiers import core_fast
@@ -50,7 +53,7 @@ def _check(x, k, axis=-1, largest=True, against_lax=False):
     want = ref_top_k(x, k, axis, largest)
     assert_bits_equal(got[1], want[1], "indices")
     assert_bits_equal(got[0], want[0], "values")
-    if against_lax and largest:
+    if against_lax and largest and not (lax_flushes_subnormals(x.dtype) and has_subnormals(x)):
         lax_v, lax_i = _lax_top_k(jnp.moveaxis(jnp.asarray(x), axis, -1), k=k)
         assert_bits_equal(got[1], jnp.moveaxis(lax_i, -1, axis), "indices vs lax.top_k")
         assert_values_match_lax(got[0], jnp.moveaxis(lax_v, -1, axis))
