@@ -136,14 +136,10 @@ def is_valid_partition(x: Any, out: Any, kth: int, axis: int = -1) -> bool:
 
 def in_partition_layout(out: Any, kth: int, axis: int = -1) -> bool:
     """out's rows are in jnp.partition's layout: the kth + 1 smallest ascending, the rest
-    descending, in the sorts' order but negative NaNs first, as jnp puts them. (XLA:CPU on a
+    descending, in XLA's top_k order (jnp negates the keys and calls lax.top_k). (XLA:CPU on a
     host whose bfloat16 arithmetic flushes subnormals, AVX512-BF16, compares them as zeros:
     there jnp.partition ties them with the zeros, in index order, and its layout is not this.)"""
-    out = np.moveaxis(np.asarray(out), axis, -1)
-    key = sorts_key(out)
-    if jnp.issubdtype(out.dtype, jnp.floating):
-        sign = (to_bits(out).astype(np.uint64) >> np.uint64(8 * out.dtype.itemsize - 1)) & 1
-        key = np.where(np.isnan(out.astype(np.float64)) & (sign == 1), np.uint64(0), key)
+    key = total_order_key(np.moveaxis(np.asarray(out), axis, -1))
     bottom, rest = key[..., : kth + 1], key[..., kth + 1 :]
     return bool(np.all(bottom[..., 1:] >= bottom[..., :-1]) and
                 np.all(rest[..., 1:] <= rest[..., :-1]))

@@ -10,11 +10,10 @@
 // filter, or the stream filter). Cases: 1-D float32 2^24 / 2^27 at k 10 and 1000 (stream vs
 // grid), the exact path forced (equal keys, few distinct keys, clipped normals), rows 16384 x
 // 4096 k 32, 1024 x 65536 k 256 (also the stream strategy; bfloat16, float64 and int8 too),
-// 131072 x 512 k 8 (registers / vectorized block vs the scalar block), int32 / bfloat16 /
-// float64 / int8 keys, smallest
-// first, rows of every length class around the registers strategy's shapes (a warp of 4, 8, 16
-// keys a lane; blocks of 64 to 512 threads) at k up to their limit, ties, and the lengths
-// around kTopkGridMinLength. Larger k (k >
+// 131072 x 512 k 8 (registers / vectorized block vs the scalar block), the vectorized block by
+// row count, int32 / bfloat16 / float64 / int8 keys, smallest first, rows of every length class
+// around the registers strategy's shapes (a warp of 4, 8, 16 keys a lane; blocks of 64 to 512
+// threads) at k up to their limit, ties, and the lengths around kTopkGridMinLength. Larger k (k >
 // kTopkFinalMaxK: the candidates' merge sort, the library's sort launchers, whose instances this
 // single translation unit does not compile) are timed by the bench: python -m perf.bench
 // --family topk.

@@ -173,8 +173,8 @@ JMP_HD int64_t topk_block_sample_rank(int64_t k, int64_t length, int64_t samples
   const int64_t narrow = topk_sample_rank(k, length, samples);
   const int64_t wide = topk_sample_rank_at(k, length, samples, kTopkBlockRankZ);
   const int64_t buffer = topk_block_buffer(narrow, k, length, samples);
-  const bool same = samples > 0 && buffer <= kTopkBlockMaxCap &&
-                    topk_block_buffer(wide, k, length, samples) == buffer;
+  const bool same =
+      buffer <= kTopkBlockMaxCap && topk_block_buffer(wide, k, length, samples) == buffer;
   return same ? wide : narrow;
 }
 
