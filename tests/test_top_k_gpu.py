@@ -172,7 +172,7 @@ def test_shapes_reach_every_strategy():
                   for n, k in ((1000, 13), ((1 << 17) + 3, 1500)) for s in STRATEGIES.values()}
     assert strategies - {-1} == {1, 2, 3, 4, 5, 6, 7}
     auto = {int(_ffi._cpu.topk_strategy(k, n)) for n, k in ((512, 8), (4096, 32), (65536, 256),
-                                                         (1 << 17, 10), (1 << 17, 1500))}
+                                                         (1 << 19, 10), (1 << 19, 1500))}
     assert auto == {4, 5, 6, 7}
 
 
@@ -349,3 +349,38 @@ def test_ties_below_the_keys_of_one_thread(route, rows, n, k, group, rng):
     got = _run(lambda x: jmp.top_k(x, k), x, _gpu(), route)
     assert_bits_equal(got[1], want[1], f"indices {route}")
     assert_bits_equal(got[0], want[0], f"values {route}")
+
+
+def _narrow_eight_byte_keys(rng, dtype, shape):
+    """8-byte keys whose high words tie: integers within 2^20 of 0 (unsigned: of 2^40), floats
+    1e9 + normals x 100 (a high word spans ~2 x 2^-20 of the value: 1e9's spans 512), a few of
+    one in a hundred (or fewer) spread over the whole range, so that some keys' high words pass
+    the ties' and a row's first level buffers them before its second."""
+    if dtype == np.float64:
+        x = 1e9 + rng.normal(size=shape) * 100.0
+        spread = rng.normal(size=shape) * 1e12
+    elif dtype == np.uint64:
+        x = (1 << 40) + rng.integers(0, 1 << 20, shape, np.uint64)
+        spread = rng.integers(0, np.iinfo(np.uint64).max, shape, np.uint64, endpoint=True)
+    else:
+        x = rng.integers(-(1 << 19), 1 << 19, shape, np.int64)
+        spread = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, shape, np.int64)
+    share = rng.choice([0.0, 0.001, 0.01], size=shape[:-1] + (1,))
+    return np.where(rng.random(shape) < share, spread, x).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.float64)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [100, 513, 1000, 4096, 8192])
+def test_eight_byte_keys_tied_in_their_high_words(dtype, n, rng):
+    # the registers strategy keeps 8-byte keys' high words: rows whose high words tie take the
+    # exact path on them (the keys above the k-th high word buffered), then a second level on the
+    # ties' low words (its threshold, or its own exact path where the low words tie too: a row of
+    # four values); every other strategy forced on the same keys
+    rows = max(8, (1 << 17) // n)
+    x = _narrow_eight_byte_keys(rng, dtype, (rows, n))
+    x[0] = rng.choice(x[0, :4], size=n)  # (four distinct keys, each tied whole)
+    ks = sorted({k for k in (1, 8, 32, 33, 100, 256) if k <= n // 2})
+    routes = ("auto", "kernel:regs", "kernel:block_vec", "kernel:block")
+    _check_top_k(x, ks, routes=routes)
+    _check_top_k(x, ks, largest=False, routes=routes)

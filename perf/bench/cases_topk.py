@@ -153,15 +153,20 @@ def topk_family(platform: str, sizes: dict, quick: bool) -> list[Callable[[], Ca
             cases.append(lambda d=dtype, r=rows, n=n, k=k: topk_case(d, r, n, k))
     cases.append(lambda: topk_case(jnp.float32, 1, 1 << mid, 1000, largest=False))
     # tuning/topk.h's thresholds, every route: kTopkGridMinLength (one row and 64 rows around
-    # it), kTopkSortShare (k a quarter and half of a row), kTopkXlaMaxLength (short rows)
+    # it, k 10; k 1000 beside it), kTopkSortShare (k a quarter and half of a row),
+    # kTopkXlaMaxLength (short rows)
     routes = ("kernel", "sort", "xla")
     both = ("block_vec", "stream") if platform == "gpu" else ()
-    for log2 in (15, 16, 17, 18):
+    for log2 in (15, 16, 17, 18, 19, 20):
         if log2 <= top:
             cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 10, routes=routes,
                                                    strategies=both))
             cases.append(lambda lg=log2: topk_case(jnp.float32, 64, 1 << lg, 10,
                                                    routes=routes, strategies=both))
+    for log2 in (18, 19):
+        if log2 <= top:
+            cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 1000,
+                                                   strategies=both))
     n = 1 << min(top, 20)
     for k in (n // 4, n // 2):  # (n bound now: the lambdas below rebind it)
         cases.append(lambda k=k, n=n: topk_case(jnp.float32, 1, n, k, routes=routes))

@@ -11,12 +11,12 @@
 // grid), the exact path forced (equal keys, few distinct keys, clipped normals), rows 16384 x
 // 4096 k 32, 1024 x 65536 k 256 (also the stream strategy; bfloat16, float64 and int8 too),
 // 131072 x 512 k 8 (registers / vectorized block vs the scalar block), the vectorized block by
-// row count, int32 / bfloat16 / float64 / int8 keys, smallest first, rows of every length class
-// around the registers strategy's shapes (a warp of 4, 8, 16 keys a lane; blocks of 64 to 512
-// threads) at k up to their limit, ties, and the lengths around kTopkGridMinLength. Larger k (k >
-// kTopkFinalMaxK: the candidates' merge sort, the library's sort launchers, whose instances this
-// single translation unit does not compile) are timed by the bench: python -m perf.bench
-// --family topk.
+// row count, int32 / bfloat16 / float64 / int64 / int8 keys (8-byte keys of a narrow range too),
+// smallest first, rows of every length class around the registers strategy's shapes (a warp of
+// 4, 8, 16 keys a lane; blocks of 64 to 512 threads) at k up to their limit, ties, and the
+// lengths around kTopkGridMinLength. Larger k (k > kTopkFinalMaxK: the candidates' merge sort,
+// the library's sort launchers, whose instances this single translation unit does not compile)
+// are timed by the bench: python -m perf.bench --family topk.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr -Iffi/include -Iffi/cuda \
 //        perf/sweeps/topk_sweep.cu -o /tmp/topk_sweep
@@ -50,7 +50,7 @@ int g_repeats = 20;
 const char* g_only = nullptr;
 int g_failures = 0;
 
-enum class Pattern { kRandom, kEqual, kFew, kTopTies, kClipped };
+enum class Pattern { kRandom, kEqual, kFew, kTopTies, kClipped, kNarrow };
 
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -58,6 +58,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::kEqual: return "equal";
     case Pattern::kFew: return "few";
     case Pattern::kClipped: return "clipped";
+    case Pattern::kNarrow: return "narrow";
     default: return "top ties";
   }
 }
@@ -78,7 +79,9 @@ Bits top_bits(jmp::TopkKeyClass key_class, int float_bits) {
 // largest number (ties at the top: at 2^22 keys more than a block's buffer, fewer than a grid
 // row's capacity at k = 1000, so the candidates' block takes its exact path), or normals clipped
 // at their top 1 in 128 (floats; the shape of jax.random.normal in bfloat16, whose top value
-// repeats ~131 K times in 2^24 keys: past a grid row's capacity, the grid's exact path).
+// repeats ~131 K times in 2^24 keys: past a grid row's capacity, the grid's exact path), or
+// numbers of a narrow range (integers below 2^20, floats 1e9 + normals x 100: 8-byte keys whose
+// high words tie, the registers strategy's second level).
 template <typename Bits>
 std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int float_bits,
                             Pattern pattern, uint64_t seed) {
@@ -86,8 +89,10 @@ std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int floa
   std::normal_distribution<double> normal;
   std::vector<Bits> keys(static_cast<size_t>(count));
   auto number = [&]() -> Bits {
-    if (key_class != jmp::TopkKeyClass::kFloat) return static_cast<Bits>(gen());
-    double x = normal(gen) * 100.0;
+    if (key_class != jmp::TopkKeyClass::kFloat) {
+      return static_cast<Bits>(pattern == Pattern::kNarrow ? gen() % (1u << 20) : gen());
+    }
+    double x = normal(gen) * 100.0 + (pattern == Pattern::kNarrow ? 1e9 : 0.0);
     if (pattern == Pattern::kClipped) x = std::min(x, 241.8);  // (2.418: the normal's 1 - 1/128)
     if (float_bits == 32) {
       const float f = static_cast<float>(x);
@@ -112,7 +117,9 @@ std::vector<Bits> make_keys(int64_t count, jmp::TopkKeyClass key_class, int floa
       k = gen() % 768 == 0 ? top : number();
       continue;
     }
-    k = pattern == Pattern::kRandom || pattern == Pattern::kClipped ? number()
+    k = pattern == Pattern::kRandom || pattern == Pattern::kClipped ||
+                pattern == Pattern::kNarrow
+            ? number()
         : pattern == Pattern::kEqual ? pool[0]
                                      : pool[gen() % 4];
   }
@@ -336,8 +343,12 @@ int main(int argc, char** argv) {
   run_case<uint32_t>("int32", S, 0, 16384, 4096, 32, true, R, blocks);
   run_case<uint16_t>("bfloat16", F, 16, 16384, 4096, 32, true, R, blocks);
   run_case<uint64_t>("float64", F, 64, 16384, 4096, 32, true, R, blocks);
+  run_case<uint64_t>("float64", F, 64, 16384, 4096, 32, true, Pattern::kNarrow, blocks);
+  run_case<uint64_t>("int64", S, 0, 16384, 4096, 32, true, R, blocks);
+  run_case<uint64_t>("int64", S, 0, 16384, 4096, 32, true, Pattern::kNarrow, blocks);
   run_case<uint32_t>("float32", F, 32, 131072, 512, 8, false, R, blocks);
   run_case<uint64_t>("float64", F, 64, 131072, 512, 8, true, R, blocks);
+  run_case<uint64_t>("int64", S, 0, 131072, 512, 8, true, Pattern::kNarrow, blocks);
   run_case<uint16_t>("bfloat16", F, 16, 131072, 512, 8, true, R, blocks);
   // 2-byte keys in register groups of 64 and 128 threads, against float32's
   for (int64_t n : {int64_t{1024}, int64_t{2048}}) {

@@ -18,7 +18,16 @@
 //      order key (T itself when fewer than k keys are above T, one group sum; else the same
 //      search over every key, group sums of each thread's count), the keys above it (fewer than
 //      k) and the first ties in index order (a group scan of each load's ties), exactly k pairs,
-//      ranked as in 3.
+//      ranked as in 3;
+//   5. 8-byte keys: a register holds a 32-bit word of an order key (RegsWord), so a thread's
+//      keys take the registers of 4-byte keys; the buffer holds whole order keys, read again at
+//      their indices. The word: the high word, or, where the row's high words span fewer than
+//      2^kTopkRegsNarrowBits values (a group's min and max), the key's offset from the lowest
+//      high word shifted right by the span's bits (the row read again). Steps 2-4 run on the
+//      words; in step 4 the words' ties are not ties of the keys: the keys above the k-th word
+//      are buffered (fewer than k), and the ties' shifted-out bits, read again (the row's other
+//      items out), take the registers for a second level of steps 2-4, which selects the
+//      remaining pairs among them.
 // Every thread of a group calls every group step (warps: ballots and shuffles of all 32 lanes,
 // __syncwarp; blocks: __syncthreads). The kernel starts with grid_prologue() (grid_launch.cuh).
 #pragma once
@@ -74,6 +83,34 @@ struct RegsGroup {
     }
   }
 
+  // The lowest lo and the highest hi of the group, for every thread. `spans`: 2 kGroup / 32
+  // words of shared memory (block groups), written again only after the group has synced.
+  __device__ void min_max(uint32_t& lo, uint32_t& hi, uint32_t* spans) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    lo = __reduce_min_sync(kFullMask, lo);
+    hi = __reduce_max_sync(kFullMask, hi);
+#else
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      lo = min(lo, __shfl_xor_sync(kFullMask, lo, d));
+      hi = max(hi, __shfl_xor_sync(kFullMask, hi, d));
+    }
+#endif
+    if constexpr (!kWarp) {
+      constexpr int kWarps = kGroup / 32;
+      if ((threadIdx.x & 31u) == 0) {
+        spans[threadIdx.x >> 5] = lo;
+        spans[kWarps + (threadIdx.x >> 5)] = hi;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        lo = min(lo, spans[w]);
+        hi = max(hi, spans[kWarps + w]);
+      }
+    }
+  }
+
   // The sum of v over the threads before this one (thread order); total: over all.
   __device__ int exclusive(int v, int& total, BlockScanStorage<int, kGroup>& scan) const {
     if constexpr (kWarp) {
@@ -88,12 +125,12 @@ struct RegsGroup {
   }
 };
 
-// A warp's lanes exchange a key (keys of up to 4 bytes as 32-bit words): lane `lane`'s, or with
-// xor_lanes the key of this lane XOR `lane`.
+// A warp's lanes exchange a word of up to 4 bytes: lane `lane`'s, or with xor_lanes the word of
+// this lane XOR `lane`.
 template <typename Bits>
 __device__ __forceinline__ Bits shfl_key(Bits v, int lane, bool xor_lanes) {
-  using Word = std::conditional_t<sizeof(Bits) == 8, unsigned long long, unsigned>;
-  const Word w = static_cast<Word>(v);
+  static_assert(sizeof(Bits) <= 4, "registers hold words of up to 4 bytes");
+  const unsigned w = static_cast<unsigned>(v);
   return static_cast<Bits>(xor_lanes ? __shfl_xor_sync(kFullMask, w, lane)
                                      : __shfl_sync(kFullMask, w, lane));
 }
@@ -184,6 +221,19 @@ constexpr int regs_load_keys() {
   return keys * int(sizeof(Bits)) >= 4 ? keys : 4 / int(sizeof(Bits));
 }
 
+// The word a register holds of an order key: all of it, or the high word of 8 bytes.
+template <typename Bits>
+using RegsWord = std::conditional_t<sizeof(Bits) == 8, uint32_t, Bits>;
+
+template <typename Word, typename Bits>
+__device__ __forceinline__ Word regs_word(Bits key) {
+  if constexpr (sizeof(Word) == sizeof(Bits)) {
+    return key;
+  } else {
+    return static_cast<Word>(key >> (8 * (sizeof(Bits) - sizeof(Word))));
+  }
+}
+
 // kRegs: a group of kGroup threads a row, kItems keys a thread (the file's top comment). aligned:
 // every row starts 16-byte aligned (the keys' loads may be whole words; else one key a load).
 // Block groups' register cap: tuning/topk.h (blocks an SM; 0, for warp groups, none).
@@ -201,15 +251,18 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
   static_assert(kItems % kVec == 0 && kItems <= 32, "whole loads a thread, a bit an item");
   static_assert(kTopkRegsRankFactor * kGroup <= kCap * kTopkRegsKDivisor,
                 "the buffer holds kTopkRegsRankFactor x k pairs for every k of the group");
+  // 8-byte keys: the registers hold the order keys' high words (the file's top comment, 5.)
+  constexpr bool kSplit = sizeof(Bits) == 8;
+  using Word = RegsWord<Bits>;
   __shared__ Bits cand_keys[kRows][kCap];
   __shared__ int32_t cand_indices[kRows][kCap];
   __shared__ int counts[kRows];
-  // The exact path's check of T (below) for keys up to 4 bytes: with it, 8-byte keys' rows spilled
-  // in their loads (registers capped at 64; 16384 x 4096 k 32 268 -> 317 us, H200).
-  constexpr bool kTiesProbe = sizeof(Bits) < 8;
-  __shared__ Bits thresholds[kTiesProbe ? kRows : 1];
+  __shared__ Word thresholds[kRows];
   __shared__ int sums[kGroup / 32];
-  __shared__ Bits lists[kGroup == 32 ? 1 : kGroup];  // (block groups: group_kth_of_32)
+  __shared__ uint32_t spans[kSplit && kGroup > 32 ? 2 * kGroup / 32 : 1];
+  __shared__ Bits bases[kSplit ? kRows : 1];  // (kSplit's words: the row's base and shift)
+  __shared__ int shifts[kSplit ? kRows : 1];
+  __shared__ Word lists[kGroup == 32 ? 1 : kGroup];  // (block groups: group_kth_of_32)
   __shared__ BlockScanStorage<int, kGroup> scan;
   const int slot = kWarp ? static_cast<int>(threadIdx.x >> 5) : 0;
   const int t = kWarp ? static_cast<int>(threadIdx.x & 31u) : static_cast<int>(threadIdx.x);
@@ -225,92 +278,150 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
        row += int64_t{gridDim.x} * kRows) {
     const Bits* x = static_cast<const Bits*>(call.keys) + row * length;
     // 1. the keys
-    Bits u[kItems];
-#pragma unroll
-    for (int v = 0; v < kLoads; ++v) {
+    auto load = [&](int v, Bits(&raw)[kVec]) {
       const int64_t p0 = position(v * kVec);
-      Bits raw[kVec];
       if (aligned && p0 + kVec <= length) {
         load_keys<Bits, kVec>(x + p0, raw);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) raw[e] = p0 + e < length ? __ldg(x + p0 + e) : Bits(0);
       }
+    };
+    Word u[kItems];
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) u[v * kVec + e] = raw[e];
+    for (int v = 0; v < kLoads; ++v) {
+      Bits raw[kVec];
+      load(v, raw);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        u[v * kVec + e] = kSplit ? regs_word<Word>(order.key(raw[e])) : regs_word<Word>(raw[e]);
+      }
     }
-    unsigned valid = 0;  // bit i: item i is a key of the row
-    Bits most = 0;
+    unsigned valid = 0;  // bit i: item i is a key of the row (kSplit's second level: a tie)
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       valid |= static_cast<unsigned>(position(i) < length) << i;
-      u[i] = (valid >> i) & 1u ? order.key(u[i]) : Bits(0);
-      most = u[i] > most ? u[i] : most;
+      const Word key = kSplit ? u[i] : regs_word<Word>(order.key(static_cast<Bits>(u[i])));
+      u[i] = (valid >> i) & 1u ? key : Word(0);
     }
     auto in_row = [&](int i) { return ((valid >> i) & 1u) != 0; };
-    // 2. T: the k-th largest of the threads' largest keys
-    const Bits threshold =
-        k <= 32 ? group_kth_of_32<Bits, kGroup>(most, k, lists)
-                : bitwise_kth<Bits>(k, [&](Bits c) { return group.count(most >= c); });
-    // 3. the keys >= T, buffered
-    int mine = 0;
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) mine += in_row(i) && u[i] >= threshold;
-    if (t == 0) {
-      counts[slot] = 0;
-      if constexpr (kTiesProbe) thresholds[slot] = threshold;
-    }
-    group.sync();
-    if (mine > 0) {
-      int at = atomicAdd(&counts[slot], mine);
+    // An item's whole order key (kSplit: read again).
+    auto whole_key = [&](int i) -> Bits {
+      if constexpr (kSplit) {
+        return order.key(__ldg(x + position(i)));
+      } else {
+        return u[i];
+      }
+    };
+    // kSplit: a word is (order key - base) >> shift; the second level's, of the first's ties,
+    // (order key - base) mod 2^shift. The high words (base 0, shift 32), unless the row's span
+    // fewer than 2^kTopkRegsNarrowBits values: then the keys' offsets from the lowest high word
+    // (base), shifted to 32 bits (shift: the span's bits), read again. (Both kept in shared
+    // memory for the second level: no registers held for them.)
+    if constexpr (kSplit) {
+      uint32_t lowest = ~0u, highest = 0;
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
-        if (in_row(i) && u[i] >= threshold) {
-          if (at < kCap) {
-            keys[at] = u[i];
-            indices[at] = static_cast<int32_t>(position(i));
-          }
-          ++at;
+        lowest = in_row(i) ? min(lowest, u[i]) : lowest;
+        highest = in_row(i) ? max(highest, u[i]) : highest;
+      }
+      group.min_max(lowest, highest, spans);  // (spans: the next row's after the row's syncs)
+      const uint32_t span = highest - lowest;  // (every row holds a key: k <= length)
+      const bool narrow = span < (1u << kTopkRegsNarrowBits);
+      const Bits base = narrow ? static_cast<Bits>(lowest) << 32 : Bits(0);
+      const int shift = narrow ? 32 - __clz(span) : 32;
+      if (t == 0) {
+        bases[slot] = base;
+        shifts[slot] = shift;
+      }
+      if (narrow) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          u[i] = in_row(i) ? static_cast<Word>((whole_key(i) - base) >> shift) : Word(0);
         }
       }
     }
-    group.sync();
-    int count = counts[slot];
-    if (count > kTopkRegsRankFactor * k) {
-      // 4. the exact path: the k-th largest key, the keys above it, the first ties. At least
-      // k keys are >= T, so T is the k-th when fewer than k are above it (ties at the top):
-      // one group sum settles the row (kTiesProbe); else the bitwise search.
-      auto at_least = [&](Bits c) {
+    int settled = 0;  // pairs buffered by kSplit's first level, all in the result
+    int need = k;     // the result's pairs still to find among the registers' words
+    int count;
+    for ([[maybe_unused]] bool first = true;; first = false) {
+      // 2. T: the need-th largest of the threads' largest words
+      Word most = 0;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) most = u[i] > most ? u[i] : most;
+      const Word threshold =
+          need <= 32 ? group_kth_of_32<Word, kGroup>(most, need, lists)
+                     : bitwise_kth<Word>(need, [&](Word c) { return group.count(most >= c); });
+      // 3. the keys >= T, buffered
+      int mine = 0;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) mine += in_row(i) && u[i] >= threshold;
+      if (t == 0) {
+        counts[slot] = settled;
+        thresholds[slot] = threshold;
+      }
+      group.sync();
+      if (mine > 0) {
+        int at = atomicAdd(&counts[slot], mine);
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          if (in_row(i) && u[i] >= threshold) {
+            if (at < kCap) {
+              keys[at] = whole_key(i);
+              indices[at] = static_cast<int32_t>(position(i));
+            }
+            ++at;
+          }
+        }
+      }
+      group.sync();
+      count = counts[slot];
+      if (count <= kTopkRegsRankFactor * k) break;
+      // 4. the exact path: the need-th largest word, the words above it, the first ties. At
+      // least need words are >= T, so T is the need-th when fewer than need are above it (ties
+      // at the top): one group sum settles the row; else the bitwise search.
+      auto at_least = [&](Word c) {
         int n = 0;
 #pragma unroll
         for (int i = 0; i < kItems; ++i) n += in_row(i) && u[i] >= c;
         return group.sum(n);
       };
-      Bits kth;
-      if constexpr (kTiesProbe) {
-        const Bits tie = thresholds[slot];  // (T from shared memory: no register held for it)
-        const bool settled = tie == Bits(~Bits(0)) || at_least(Bits(tie + 1)) < k;
-        kth = settled ? tie : bitwise_kth<Bits>(k, at_least);
-      } else {
-        kth = bitwise_kth<Bits>(k, at_least);
-      }
+      const Word tie = thresholds[slot];  // (T from shared memory: no register held for it)
+      const bool probed = tie == Word(~Word(0)) || at_least(Word(tie + 1)) < need;
+      const Word kth = probed ? tie : bitwise_kth<Word>(need, at_least);
       int above = 0;
 #pragma unroll
       for (int i = 0; i < kItems; ++i) above += in_row(i) && u[i] > kth;
-      const int greater = group.sum(above);  // < k
-      const int need = k - greater;
+      const int greater = group.sum(above);  // < need
       group.sync();  // (every thread has read counts[slot] and is done with the buffer)
-      if (t == 0) counts[slot] = 0;
+      if (t == 0) counts[slot] = settled;
       group.sync();
       if (above > 0) {
         int at = atomicAdd(&counts[slot], above);
 #pragma unroll
         for (int i = 0; i < kItems; ++i) {
           if (in_row(i) && u[i] > kth) {
-            keys[at] = u[i];
+            keys[at] = whole_key(i);
             indices[at] = static_cast<int32_t>(position(i));
             ++at;
           }
+        }
+      }
+      if constexpr (kSplit) {
+        const int shift = shifts[slot];
+        if (first && shift > 0) {  // 5. the words' ties: their low bits, the second level
+          settled += greater;
+          need -= greater;
+          const Bits base = bases[slot];
+          const Bits low_bits = (Bits(1) << shift) - 1;
+#pragma unroll
+          for (int i = 0; i < kItems; ++i) {
+            const bool tied = in_row(i) && u[i] == kth;
+            valid &= ~(static_cast<unsigned>(!tied) << i);
+            u[i] = tied ? static_cast<Word>((whole_key(i) - base) & low_bits) : Word(0);
+          }
+          group.sync();  // (counts[slot] is the next level's)
+          continue;
         }
       }
       int ties = 0;  // the ties in the loads before this one, all threads
@@ -327,9 +438,9 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
         for (int e = 0; e < kVec; ++e) {
           const int i = v * kVec + e;
           if (in_row(i) && u[i] == kth) {
-            if (rank < need) {
-              keys[greater + rank] = kth;
-              indices[greater + rank] = static_cast<int32_t>(position(i));
+            if (rank < need - greater) {
+              keys[settled + greater + rank] = whole_key(i);
+              indices[settled + greater + rank] = static_cast<int32_t>(position(i));
             }
             ++rank;
           }
@@ -338,6 +449,7 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
       }
       group.sync();
       count = k;
+      break;
     }
     // the ranks: the pairs before each one
     Bits* out_values = static_cast<Bits*>(call.out_values) + row * call.k;

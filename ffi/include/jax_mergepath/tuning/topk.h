@@ -247,30 +247,39 @@ inline constexpr int kTopkRegsMaxGroup = 512;  // threads a row
 inline constexpr int kTopkRegsWarps = 8;       // rows a block of warp groups
 inline constexpr int kTopkRegsKDivisor = 2;    // k <= G / this
 inline constexpr int kTopkRegsRankFactor = 4;  // ranked directly up to this x k candidates
-// Block groups' registers (__launch_bounds__'s blocks an SM; 0: the compiler's choice): 2-byte keys
-// capped so that 1536 threads an SM fit (40 a thread), 4-byte keys 1280 (48; 64 for groups of 512,
-// two an SM), 8-byte keys 1024 (64): more rows in flight beat the spills the caps cost (uncapped,
-// 4-byte keys took 74 registers once the exact path grew). Measured with perf/sweeps/topk_sweep.cu
-// on an H200 (16384 x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64
-// spills 2-byte keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
+// 8-byte keys: the registers hold the order keys' high words, or, where a row's high words span
+// fewer than 2^kTopkRegsNarrowBits values (integers near each other, floats within ~2^-12 of
+// each other), the keys' offsets from the lowest high word, shifted to 32 bits (read again).
+inline constexpr int kTopkRegsNarrowBits = 8;
+// Block groups' registers (__launch_bounds__'s blocks an SM): 1-byte keys capped so that 1024
+// threads an SM fit (64 a thread), 2-byte keys 1536 (40), 4-byte and 8-byte keys (32-bit words in
+// registers) 1280 (48; 64 for groups of 512, two an SM): more rows in flight beat the spills the
+// caps cost (uncapped, 4-byte keys took 74 registers once the exact path grew; 8-byte keys at
+// 1536 spilled 140 bytes, 24% slower). Measured with perf/sweeps/topk_sweep.cu on an H200 (16384
+// x 4096 k 32, docs/performance.md "Top-k"). Warp groups uncapped (a cap of 64 spills 2-byte
+// keys' 16 a thread). (-D overrides on a sweep's nvcc line.)
+#ifndef JMP_TOPK_REGS_THREADS_PER_SM1
+#define JMP_TOPK_REGS_THREADS_PER_SM1 1024
+#endif
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM2
 #define JMP_TOPK_REGS_THREADS_PER_SM2 1536
 #endif
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM8
-#define JMP_TOPK_REGS_THREADS_PER_SM8 1024
+#define JMP_TOPK_REGS_THREADS_PER_SM8 1280
 #endif
 #ifndef JMP_TOPK_REGS_THREADS_PER_SM4
 #define JMP_TOPK_REGS_THREADS_PER_SM4 1280
 #endif
+inline constexpr int kTopkRegsThreadsPerSm1 = JMP_TOPK_REGS_THREADS_PER_SM1;
 inline constexpr int kTopkRegsThreadsPerSm2 = JMP_TOPK_REGS_THREADS_PER_SM2;
 inline constexpr int kTopkRegsThreadsPerSm4 = JMP_TOPK_REGS_THREADS_PER_SM4;
 inline constexpr int kTopkRegsThreadsPerSm8 = JMP_TOPK_REGS_THREADS_PER_SM8;
 
 constexpr int topk_regs_block_groups_per_sm(int key_bytes, int group) {
-  const int threads = key_bytes == 2   ? kTopkRegsThreadsPerSm2
+  const int threads = key_bytes == 1   ? kTopkRegsThreadsPerSm1
+                      : key_bytes == 2 ? kTopkRegsThreadsPerSm2
                       : key_bytes == 4 ? kTopkRegsThreadsPerSm4
-                      : key_bytes == 8 ? kTopkRegsThreadsPerSm8
-                                       : 0;
+                                       : kTopkRegsThreadsPerSm8;
   return threads / group;
 }
 
@@ -315,8 +324,9 @@ JMP_HD TopkRegsShape topk_regs_shape(int64_t k, int64_t length) {
 //      index, then stably by key).
 // The exact path's kernels run kTopkFallbackBlocksPerSm x SMs blocks a call (each loops over
 // tiles). To be measured: 2^24 and 2^27 float32 at k 10, 1000, 100000; the exact path forced
-// (equal keys).
-inline constexpr int64_t kTopkGridMinLength = int64_t{1} << 17;
+// (equal keys). kTopkGridMinLength by user-visible time: the grid's ~10 launches (the exact
+// path's return at once) cost a call more than their kernels (docs/performance.md, "Top-k").
+inline constexpr int64_t kTopkGridMinLength = int64_t{1} << 19;
 inline constexpr int kTopkGridSamples = 8192;
 inline constexpr int kTopkSampleThreads = 1024;
 inline constexpr int kTopkFilterThreads = 256;
