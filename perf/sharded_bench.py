@@ -1,5 +1,6 @@
-"""Sorts along a sharded axis on several GPUs against one GPU and against jnp on the sharded
-array (issue 37's targets; docs/performance.md "Sharded axis").
+"""Sorts, merges, searches and top_k along a sharded axis on several GPUs against one GPU and
+against jnp / lax on the sharded array (issues 37 and 52's targets; docs/performance.md
+"Sharded axis").
 
 For each case and each device count g (1 = the whole array on one GPU: the faster of jnp and
 jax_mergepath): user-visible time (back-to-back jitted calls, blocked once), checked against
@@ -19,6 +20,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -201,13 +203,54 @@ def run_merge_and_search(n: int, counts, reps: int, rows: list) -> None:
             print(json.dumps(row), flush=True)
 
 
+def run_topk(n: int, k: int, counts, reps: int, rows: list) -> None:
+    """top_k of n float32 split over g devices (issue 52's target: 2^30, k 1000): ours against
+    the faster of lax.top_k and ours on the whole array on one GPU, and against lax.top_k on the
+    array split over auto axes (XLA gathers it; with explicit axes lax.top_k raises); the
+    sharded result checked bit for bit against ours on one GPU (values, global indices)."""
+    name = f"top_k float32 2^{n.bit_length() - 1} k={k}"
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    x1 = data(n, jnp.float32, one, 4)
+    t_lax1 = timed(jax.jit(lambda x: lax.top_k(x, k)), x1, reps=reps)
+    t_ours1 = timed(jax.jit(lambda x: jmp.top_k(x, k)), x1, reps=reps)
+    want = jax.device_get(jax.jit(lambda x: jmp.top_k(x, k))(x1))
+    best1 = min(t_lax1, t_ours1)
+    print(f"{name}: one GPU lax.top_k {1e3 * t_lax1:.3f} ms, ours {1e3 * t_ours1:.3f} ms",
+          flush=True)
+    del x1
+    for g in counts:
+        if g > len(jax.devices()):
+            continue
+        xs = data(n, jnp.float32, NamedSharding(mesh_of(g), P("d")), 4)
+        f = jax.jit(lambda x: jmp.top_k(x, k))
+        got = jax.device_get(f(xs))
+        for w, o, what in zip(want, got, ("values", "indices"), strict=True):
+            assert np.array_equal(np.asarray(w).view(np.uint32), np.asarray(o).view(np.uint32)), (
+                f"{name} on {g} devices: {what} differ from one GPU's")
+        t = timed(f, xs, reps=reps)
+        row = {"case": name, "n": n, "devices": g, "ours_ms": 1e3 * t,
+               "one_gpu_ms": 1e3 * best1, "vs_one_gpu": best1 / t,
+               "one_gpu_lax_ms": 1e3 * t_lax1, "one_gpu_ours_ms": 1e3 * t_ours1}
+        del xs
+        xa = data(n, jnp.float32, NamedSharding(mesh_of(g, explicit=False), P("d")), 4)
+        try:
+            t_lax = timed(jax.jit(lambda x: lax.top_k(x, k)), xa, reps=max(2, reps // 3))
+            row["jnp_sharded_ms"] = 1e3 * t_lax
+            row["vs_jnp_sharded"] = t_lax / t
+        except Exception as e:  # noqa: BLE001 (reported in the row)
+            row["jnp_sharded_error"] = str(e).split("\n")[0][:200]
+        del xa
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--log2", type=int, default=30)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--devices", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--cases", nargs="+",
-                        default=["sort", "argsort", "sort_by_key", "merge"])
+                        default=["sort", "argsort", "sort_by_key", "merge", "top_k"])
     parser.add_argument("--ragged", action="store_true",
                         help="also time the exchange by lax.ragged_all_to_all")
     parser.add_argument("--json")
@@ -232,6 +275,8 @@ def main() -> None:
                  ours, theirs, args.devices, args.reps, rows)
     if "merge" in args.cases:
         run_merge_and_search(n // 2, args.devices, args.reps, rows)
+    if "top_k" in args.cases:
+        run_topk(n, 1000, args.devices, args.reps, rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
