@@ -20,7 +20,8 @@ import numpy as np
 from jax import lax
 
 import jax_mergepath as jmp
-from jax_mergepath._select_primitive import forced_route
+from jax_mergepath import _ffi
+from jax_mergepath._select_primitive import STRATEGIES, forced_route
 from perf.bench.case import Case
 from perf.bench.checks import check_all
 from perf.bench.data import dname, prng, random_keys, x64_ok
@@ -55,7 +56,10 @@ def topk_case(dtype, rows: int, n: int, k: int, largest: bool = True,
     """A case of `rows` rows of n random keys (one row: 1-d) at k; with `routes` (the
     thresholds' cases) our forced routes beside the automatic one and lax.top_k alone as the
     baseline; with `strategies` the CUDA kernels' strategies forced beside the automatic one
-    ("kernel:<name>": the old ones against the new), every baseline kept."""
+    ("kernel:<name>": the old ones against the new) where they can run rows of n keys at k
+    (tuning/topk.h topk_resolve_strategy), every baseline kept."""
+    strategies = tuple(s for s in strategies
+                       if _ffi._cpu.topk_resolve_strategy(int(STRATEGIES[s]), k, n) >= 0)
     shape = (n,) if rows == 1 else (rows, n)
     x = random_keys(prng(rows, n, k, 61), shape, dtype)
     item = np.dtype(dtype).itemsize
@@ -153,20 +157,16 @@ def topk_family(platform: str, sizes: dict, quick: bool) -> list[Callable[[], Ca
             cases.append(lambda d=dtype, r=rows, n=n, k=k: topk_case(d, r, n, k))
     cases.append(lambda: topk_case(jnp.float32, 1, 1 << mid, 1000, largest=False))
     # tuning/topk.h's thresholds, every route: kTopkGridMinLength (one row and 64 rows around
-    # it, k 10; k 1000 beside it), kTopkSortShare (k a quarter and half of a row),
+    # it; the block runs k 10 up to 2^18), kTopkSortShare (k a quarter and half of a row),
     # kTopkXlaMaxLength (short rows)
     routes = ("kernel", "sort", "xla")
     both = ("block_vec", "stream") if platform == "gpu" else ()
-    for log2 in (15, 16, 17, 18, 19, 20):
+    for log2 in (15, 16, 17, 18, 19):
         if log2 <= top:
             cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 10, routes=routes,
                                                    strategies=both))
             cases.append(lambda lg=log2: topk_case(jnp.float32, 64, 1 << lg, 10,
                                                    routes=routes, strategies=both))
-    for log2 in (18, 19):
-        if log2 <= top:
-            cases.append(lambda lg=log2: topk_case(jnp.float32, 1, 1 << lg, 1000,
-                                                   strategies=both))
     n = 1 << min(top, 20)
     for k in (n // 4, n // 2):  # (n bound now: the lambdas below rebind it)
         cases.append(lambda k=k, n=n: topk_case(jnp.float32, 1, n, k, routes=routes))
