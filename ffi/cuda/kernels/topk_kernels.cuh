@@ -813,7 +813,7 @@ __device__ __forceinline__ int64_t first_tile(int64_t per_row) { return blockIdx
 // - above): the radix passes skip the row, and so does the tie count when no key is above T
 // (the tiles' tie counts are this kernel's).
 template <typename Bits>
-__global__ void __launch_bounds__(kTopkFilterThreads)
+__global__ void __launch_bounds__(kTopkFilterThreads, kTopkFallbackBlocksPerSm)
     topk_probe_kernel(TopkCall call, TopkOrder<Bits> order, GridRows<Bits> g, int64_t per_row) {
   grid_prologue();
   __shared__ BlockScanStorage<int, kTopkFilterThreads> scan;
@@ -829,19 +829,35 @@ __global__ void __launch_bounds__(kTopkFilterThreads)
     if (threadIdx.x == 0) block_above = 0;
     __syncthreads();
     int above = 0;
-    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += per_row) {
-      Bits u[kTopkFilterItems];
-      bool valid[kTopkFilterItems];
-      load_tile(x, call.length, tile, order, u, valid);
+    // kAtOnce of the block's tiles at a time (keys of up to 4 bytes: two), their loads in flight
+    // together before the block sum (tile j's ties, at most kTopkTile, in bits 16 j of one int;
+    // a tile past the row: no keys)
+    constexpr int kAtOnce = sizeof(Bits) <= 4 ? 2 : 1;
+    static_assert(kTopkTile < (1 << 15), "a tile's tie count in 16 bits");
+    for (int64_t tile = first_tile(per_row); tile < g.tiles; tile += kAtOnce * per_row) {
+      Bits u[kAtOnce][kTopkFilterItems];
+      bool valid[kAtOnce][kTopkFilterItems];
+#pragma unroll
+      for (int j = 0; j < kAtOnce; ++j) {
+        load_tile(x, call.length, tile + j * per_row, order, u[j], valid[j]);
+      }
       int equal = 0;
 #pragma unroll
-      for (int i = 0; i < kTopkFilterItems; ++i) {
-        above += valid[i] && u[i] > threshold;
-        equal += valid[i] && u[i] == threshold;
+      for (int j = 0; j < kAtOnce; ++j) {
+#pragma unroll
+        for (int i = 0; i < kTopkFilterItems; ++i) {
+          above += valid[j][i] && u[j][i] > threshold;
+          equal += (valid[j][i] && u[j][i] == threshold) << (16 * j);
+        }
       }
       int total = 0;
       block_exclusive_sum<int, kTopkFilterThreads>(equal, total, scan);
-      if (threadIdx.x == 0) ties[tile] = total;
+      if (threadIdx.x == 0) {
+#pragma unroll
+        for (int j = 0; j < kAtOnce; ++j) {
+          if (tile + j * per_row < g.tiles) ties[tile + j * per_row] = (total >> (16 * j)) & 0xffff;
+        }
+      }
       __syncthreads();  // (the scan's storage)
     }
     const int warp_above = warp_inclusive_sum(above);  // (lane 31: the warp's)
