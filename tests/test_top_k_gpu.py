@@ -352,18 +352,22 @@ def test_ties_below_the_keys_of_one_thread(route, rows, n, k, group, rng):
 
 
 def _narrow_eight_byte_keys(rng, dtype, shape):
-    """8-byte keys whose high words tie: integers within 2^20 of 0 (unsigned: of 2^40), floats
-    1e9 + normals x 100 (a high word spans ~2 x 2^-20 of the value: 1e9's spans 512), a few of
-    one in a hundred (or fewer) spread over the whole range, so that some keys' high words pass
-    the ties' and a row's first level buffers them before its second."""
+    """8-byte keys whose high words tie, a row's keys within one of two widths: integers within
+    2^20 or 2^38 of 0 (unsigned: of 2^40), floats 1e9 + normals x 100 or x 10^4 (a high word of
+    1e9 spans 512 of the value), so that a row's high words span 1-2 or tens to ~200 values
+    (the registers' narrow words, shifted by 0-8 bits); a few keys of one in a hundred (or
+    fewer) spread over the whole range, so that some keys' high words pass the ties' and a
+    row's first level buffers them before its second."""
+    wide = rng.random(shape[:-1] + (1,)) < 0.5
     if dtype == np.float64:
-        x = 1e9 + rng.normal(size=shape) * 100.0
+        x = 1e9 + rng.normal(size=shape) * np.where(wide, 1e4, 100.0)
         spread = rng.normal(size=shape) * 1e12
     elif dtype == np.uint64:
-        x = (1 << 40) + rng.integers(0, 1 << 20, shape, np.uint64)
+        scale = np.where(wide, np.uint64(1 << 18), np.uint64(1))
+        x = np.uint64(1 << 40) + rng.integers(0, 1 << 20, shape, np.uint64) * scale
         spread = rng.integers(0, np.iinfo(np.uint64).max, shape, np.uint64, endpoint=True)
     else:
-        x = rng.integers(-(1 << 19), 1 << 19, shape, np.int64)
+        x = rng.integers(-(1 << 19), 1 << 19, shape, np.int64) * np.where(wide, 1 << 18, 1)
         spread = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, shape, np.int64)
     share = rng.choice([0.0, 0.001, 0.01], size=shape[:-1] + (1,))
     return np.where(rng.random(shape) < share, spread, x).astype(dtype)
@@ -373,13 +377,16 @@ def _narrow_eight_byte_keys(rng, dtype, shape):
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("n", [100, 513, 1000, 4096, 8192])
 def test_eight_byte_keys_tied_in_their_high_words(dtype, n, rng):
-    # the registers strategy keeps 8-byte keys' high words: rows whose high words tie take the
-    # exact path on them (the keys above the k-th high word buffered), then a second level on the
-    # ties' low words (its threshold, or its own exact path where the low words tie too: a row of
-    # four values); every other strategy forced on the same keys
+    # the registers strategy keeps 32-bit words of 8-byte keys (high words, or a narrow row's
+    # offsets shifted by 0-8 bits): rows whose words tie take the exact path on them (the keys
+    # above the k-th word buffered), then a second level on the ties' shifted-out bits (its
+    # threshold, or its own exact path where those tie too: rows of four values, one below three
+    # larger keys); every other strategy forced on the same keys
     rows = max(8, (1 << 17) // n)
     x = _narrow_eight_byte_keys(rng, dtype, (rows, n))
     x[0] = rng.choice(x[0, :4], size=n)  # (four distinct keys, each tied whole)
+    x[1] = rng.choice(x[1, :4], size=n)  # (the same below three larger keys: some settled first)
+    x[1, :3] = x[1].max() + np.arange(1, 4).astype(dtype)
     ks = sorted({k for k in (1, 8, 32, 33, 100, 256) if k <= n // 2})
     routes = ("auto", "kernel:regs", "kernel:block_vec", "kernel:block")
     _check_top_k(x, ks, routes=routes)
