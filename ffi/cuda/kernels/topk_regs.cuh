@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
   static_assert(kItems % kVec == 0 && kItems <= 32, "whole loads a thread, a bit an item");
   static_assert(kTopkRegsRankFactor * kGroup <= kCap * kTopkRegsKDivisor,
                 "the buffer holds kTopkRegsRankFactor x k pairs for every k of the group");
-  // 8-byte keys: the registers hold the order keys' high words (the file's top comment, 5.)
+  // 8-byte keys: the registers hold 32-bit words of the order keys (the file's top comment, 5.)
   constexpr bool kSplit = sizeof(Bits) == 8;
   using Word = RegsWord<Bits>;
   __shared__ Bits cand_keys[kRows][kCap];
@@ -277,21 +277,19 @@ __global__ void __launch_bounds__(kGroup == 32 ? 32 * kTopkRegsWarps : kGroup,
   for (int64_t row = int64_t{blockIdx.x} * kRows + slot; row < call.rows;
        row += int64_t{gridDim.x} * kRows) {
     const Bits* x = static_cast<const Bits*>(call.keys) + row * length;
-    // 1. the keys
-    auto load = [&](int v, Bits(&raw)[kVec]) {
+    // 1. the keys (kSplit: each one's word as it loads; narrower keys made order keys below, as
+    // they were before the words: the same registers)
+    Word u[kItems];
+#pragma unroll
+    for (int v = 0; v < kLoads; ++v) {
       const int64_t p0 = position(v * kVec);
+      Bits raw[kVec];
       if (aligned && p0 + kVec <= length) {
         load_keys<Bits, kVec>(x + p0, raw);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) raw[e] = p0 + e < length ? __ldg(x + p0 + e) : Bits(0);
       }
-    };
-    Word u[kItems];
-#pragma unroll
-    for (int v = 0; v < kLoads; ++v) {
-      Bits raw[kVec];
-      load(v, raw);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         u[v * kVec + e] = kSplit ? regs_word<Word>(order.key(raw[e])) : regs_word<Word>(raw[e]);
