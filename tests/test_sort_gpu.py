@@ -175,6 +175,44 @@ def test_gpu_sorted_rows_skip_their_partitions(rng, op, dtype, shape):
         (check_argsort_only if op == "argsort" else check_sort_only)(x, descending=False)
 
 
+# Sorted rows are stored to the outputs by the row flags' kernel as it checks them (kernels/
+# sorted_copy.cuh; the block sort and the passes then leave them alone): keys alone, argsort's
+# positions and values of every width; rows whose ends fall inside a chunk of 16 keys, and a last
+# chunk of one key; sorted rows of random, tied ("few": positions show the order) and special keys
+# (-0.0 / +0.0 and NaNs of distinct bits in order); rows sorted but for their last pair or for
+# 1% of their keys swapped (their chunks in order stored for nothing, then overwritten by their
+# passes) and a random row beside them.
+@pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
+@pytest.mark.parametrize(("op", "dtype", "value_dtype"), [
+    ("sort", np.int32, None), ("argsort", np.float32, None), ("sort", np.float64, None),
+    ("argsort", jnp.bfloat16, None), ("sort", np.int16, None),
+    ("sort_by_key", np.float32, np.int8), ("sort_by_key", np.int32, np.float16),
+    ("sort_by_key", np.float32, np.int32), ("sort_by_key", np.int64, np.float64),
+], ids=lambda v: v if isinstance(v, str) else dtype_id(v))
+def test_gpu_sorted_rows_stored_with_their_flags(rng, op, dtype, value_dtype, descending):
+    payload = 0 if op == "sort" else (4 if value_dtype is None else np.dtype(value_dtype).itemsize)
+    rows, t = 7, sort_tile(dtype, payload)
+    d = next(d for d in range(2 * t + 1, 2 * t + 17) if rows * d % 16 == 1)
+    x = np.stack([
+        sort_input(rng, dtype, (d,), "sorted", descending=descending),
+        sort_input(rng, dtype, (d,), "few", descending=descending),
+        sort_input(rng, dtype, (d,), "special", descending=descending),
+        sort_input(rng, dtype, (d,), "sorted", descending=descending),
+        sort_input(rng, dtype, (d,), "random"),
+        sort_input(rng, dtype, (d,), "sorted", descending=descending),
+        sort_input(rng, dtype, (d,), "swaps", descending=descending),
+    ])
+    x[1] = ref_sort(x[1], -1, descending)
+    x[2] = ref_sort(x[2], -1, descending)
+    x[3, [-2, -1]] = x[3, [-1, -2]]  # sorted but for its last pair (unless the two tie)
+    with _ffi.forced_sort_method("merge"):
+        if op == "sort_by_key":
+            values = random_keys(rng, value_dtype, x.shape)
+            check_sort_by_key(x, values, descending=descending)
+        else:
+            (check_argsort_only if op == "argsort" else check_sort_only)(x, descending=descending)
+
+
 # float32 tiles without NaN and -0.0 sort by plain compares and, keys alone, a min / max network
 # (block_sort.cuh, ordering.h PlainHeldKey); a tile with one takes the NaN-last order. "plain":
 # every tile the first way; "sparse" (a NaN or -0.0 about every 10^4 keys): both in one sort.

@@ -5,7 +5,8 @@ times on fresh random sorted/unsorted data after checking it against a jnp basel
 
 Cases: vmapD (2^25 / D rows of D+D int32 merged: vmap512 2^16 rows, vmap16 2^21), vmapNi (the same
 with return_indices, e.g. vmap32i), merge_i32 / merge_f32 / merge_f64 / merge_i64 (2^26 + 2^26;
-merge_i32_N etc.: 2^N outputs), sort_presorted (int32 2^27 already sorted), sort_i32 / sort_i64 /
+merge_i32_N etc.: 2^N outputs), sort_presorted / argsort_presorted (int32 2^27 already sorted),
+sort_tail (int32 2^27 sorted but for its last 1024 keys), sort_i32 / sort_i64 /
 argsort_i64 (2^27 random; sort_i64_N / argsort_i64_N: 2^N), sort_i32_N / argsort_i32_N (int32 2^N
 random, e.g. sort_i32_20), search (searchsorted of 2^23 sorted queries in 2^23 sorted int32;
 search_N: 2^N in 2^N), rows64 / rows512 / rows4096 (2^26 int32 sorted as rows of that length),
@@ -97,9 +98,16 @@ def case(name: str):
         d = int(name[4:])
         x = jax.random.randint(jax.random.key(5), (2**26 // d, d), -(2**30), 2**30, jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x, axis=-1)
-    if name == "sort_presorted":
+    if name in ("sort_presorted", "argsort_presorted"):
         x = sorted_rows(1, 2**27, jnp.int32, 3)[0]
+        if name == "argsort_presorted":
+            return jax.jit(jmp.argsort), (x,), jnp.arange(2**27, dtype=jnp.int32)
         return jax.jit(jmp.sort), (x,), x
+    if name == "sort_tail":  # sorted but for its last 1024 keys: its row flag clears at the end
+        x = sorted_rows(1, 2**27, jnp.int32, 3)[0]
+        x = x.at[-1024:].set(jax.random.randint(jax.random.key(9), (1024,), -(2**30), 2**30,
+                                                jnp.int32))
+        return jax.jit(jmp.sort), (x,), jnp.sort(x)
     if name == "sort_i32":
         x = jax.random.randint(jax.random.key(4), (2**27,), -(2**30), 2**30, jnp.int32)
         return jax.jit(jmp.sort), (x,), jnp.sort(x)

@@ -19,7 +19,11 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
+
+#include "jax_mergepath/batch_geometry.h"
+#include "jax_mergepath/tuning/merge.h"
 
 namespace jax_mergepath {
 
@@ -81,6 +85,15 @@ template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), unsigned grid, unsigned block,
                           cudaStream_t stream, Args&&... args) {
   return launch_kernel_shared(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
+}
+
+// Enqueues `kernel` a thread a unit of `units`, kQueryThreads a block, with `args`.
+template <typename... Params, typename... Args>
+cudaError_t launch_per_unit(void (*kernel)(Params...), int64_t units, cudaStream_t stream,
+                            Args... args) {
+  const int64_t blocks = ceil_div(units, kQueryThreads);
+  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
+  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, args...);
 }
 
 }  // namespace jax_mergepath

@@ -1,7 +1,7 @@
 // queries.cu (level: instances): the query kernels of every key traits (co_rank, is_sorted,
 // searchsorted's binary search): explicit instances of launch/query_launch.cuh's launchers
-// (declared in launch/per_traits.h), in one translation unit: they are small. The sort's row
-// flags call is_sorted_for_traits from the sort's instances, which compile no copy of it.
+// (declared in launch/per_traits.h), in one translation unit: they are small. (The sort's row
+// flags run their own kernel, kernels/sorted_copy.cuh, on is_sorted's chunk check.)
 #include "../launch/query_launch.cuh"
 
 namespace jax_mergepath {

@@ -15,9 +15,10 @@
 //      float32 compares in a tile without NaN and -0.0);
 //   3. the outputs are released to bits, staged in shared memory at the destination's
 //      alignment and stored with 16-byte stores (store_block_staged).
-// Already sorted input is not sorted again: a long row flagged by the is_sorted pass (row_flags)
-// is copied straight to the final outputs; without row flags (rows of at most one tile, no
-// passes) the block checks its own segments and, when all are in order, skips steps 1-2.
+// Already sorted input is not sorted again: a long row flagged sorted by the row flags' kernel
+// (row_flags; kernels/sorted_copy.cuh, which has stored it to the final outputs already) is left
+// alone, its blocks returning at once; without row flags (rows of at most one tile, no passes)
+// the block checks its own segments and, when all are in order, skips steps 1-2.
 // Shared memory is dynamic (the wide tiles of 8-byte keys pass the 48 KB of static shared
 // memory): launch the kernel with launch_block_sort.
 #pragma once
@@ -119,7 +120,8 @@ struct BlockSortShared {
 };
 
 // keys_out / vals_out: the buffer the passes start from (the outputs when there are none).
-// row_flags: the is_sorted pass ran (call.row_sorted holds the rows found sorted).
+// row_flags: the row flags' kernel ran (call.row_sorted holds the rows found sorted, and the
+// outputs hold those rows).
 template <typename Traits, PayloadKind kPayload, typename Value, typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     block_sort_kernel(SortCall call, typename Traits::Bits* keys_out, Value* vals_out,
@@ -145,10 +147,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   Key* held_stage = reinterpret_cast<Key*>(shared.stage);
   const HeldKey<Traits> held(flip);
   const BlockSortPlan plan = block_sort_plan(call, kTile, span, tiles_per_row, row_flags);
-  if (plan.presorted) {  // the row is copied to the final outputs, tile by tile
-    keys_out = static_cast<Bits*>(call.out_keys);
-    if constexpr (kCarry) vals_out = static_cast<Value*>(call.out_payload);
-  }
+  if (plan.presorted) return;  // the row flags' kernel stored the row (sorted_copy.cuh)
   const Bits* in = static_cast<const Bits*>(call.keys) + plan.at;
   const Value* vin = static_cast<const Value*>(call.values) + plan.at;
   int loc = 0, vloc = 0, unused = 0;
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
       pay[c] = Value(0);
     }
   }
-  bool in_order = plan.presorted;
+  bool in_order = false;
   if (!row_flags) {  // are all of the block's segments in order already?
     bool mine = true;
 #pragma unroll

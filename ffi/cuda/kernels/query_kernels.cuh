@@ -4,7 +4,8 @@
 //   is_sorted_kernel: rows start true (the launcher's memset), a thread that finds an
 //   out-of-order neighbour pair clears its row's flag, once a row (all writers store the same 0,
 //   so the race is benign); a thread checks a chunk of kIsSortedChunk keys (16-byte loads),
-//   chunks of rows already found unsorted are not read;
+//   chunks of rows already found unsorted are not read (check_sorted_chunk, which the sort's
+//   row flags share: kernels/sorted_copy.cuh);
 //   searchsorted_kernel: a binary search a query (merge_path.h insertion_point).
 // Device code only: no allocation, no host call.
 #pragma once
@@ -41,29 +42,47 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
 // pair was latency bound: docs/performance.md, "Row sorts"). Pairs that cross a row end are
 // skipped; a chunk whose row is already known unsorted reads no keys.
 
+// What check_sorted_chunk hands its caller: the chunk's keys (`stored` of them its own, the one
+// after them the next chunk's first), where the first sits, and whether the loads were 16-byte.
 template <typename Traits>
-__global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
-  grid_prologue();
+struct SortedChunk {
+  typename Traits::Bits key[kIsSortedChunk + 1];
+  int64_t e0, row, in_row;  // the first key: flattened offset, row, position in the row
+  int stored;               // keys of this chunk, 1 .. kIsSortedChunk
+  bool vector;
+};
+
+// The check of thread `unit`'s chunk: clears the flag of each row in which it finds an
+// out-of-order pair (once a row: all writers store the same 0, so the race is benign), then calls
+// keep(chunk) where the chunk's keys may belong to a row that ends up sorted: the chunk crosses a
+// row end, or lies in one row not known unsorted and has its pairs in order.
+template <typename Traits, typename Keep>
+__device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
+                                                   typename Traits::Bits flip, int64_t unit,
+                                                   const Keep& keep) {
   using Bits = typename Traits::Bits;
   const int64_t total = call.rows * call.length;
-  const int64_t e0 = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kIsSortedChunk;
-  if (e0 >= total - 1) return;  // no pair starts here
+  SortedChunk<Traits> chunk;
+  chunk.e0 = unit * kIsSortedChunk;
+  if (chunk.e0 >= total) return;
   const Bits* x = static_cast<const Bits*>(call.x);
-  int64_t row = e0 / call.length;
-  int64_t in_row = e0 - row * call.length;  // position of key c in its row
-  const bool chunk_in_row = in_row + kIsSortedChunk < call.length;
-  if (chunk_in_row && call.out[row] == 0) return;  // already known unsorted
+  chunk.row = chunk.e0 / call.length;
+  chunk.in_row = chunk.e0 - chunk.row * call.length;
+  const bool chunk_in_row = chunk.in_row + kIsSortedChunk < call.length;
+  if (chunk_in_row && call.out[chunk.row] == 0) return;  // already known unsorted
   // Keys e0 .. e0 + kIsSortedChunk (the last one starts the next chunk's first pair).
   constexpr int kKeys = kIsSortedChunk + 1;
-  Bits key[kKeys];
-  const int64_t valid = total - e0 < kKeys ? total - e0 : kKeys;
+  Bits* key = chunk.key;
+  const int64_t e0 = chunk.e0;
+  const int valid = static_cast<int>(total - e0 < kKeys ? total - e0 : kKeys);
+  chunk.stored = valid < kIsSortedChunk ? valid : kIsSortedChunk;
   constexpr int kPer = 16 / int(sizeof(Bits));
-  const bool vector = valid == kKeys && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
-  if (vector) {  // e0 is a multiple of 16 keys, so x + e0 is 16-byte aligned too
+  chunk.vector = valid == kKeys && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+  if (chunk.vector) {  // e0 is a multiple of 16 keys, so x + e0 is 16-byte aligned too
 #pragma unroll
     for (int v = 0; v < kIsSortedChunk / kPer; ++v) {
-      const uint4 chunk = __ldg(reinterpret_cast<const uint4*>(x + e0) + v);
-      const Bits* bits = reinterpret_cast<const Bits*>(&chunk);
+      const uint4 part = __ldg(reinterpret_cast<const uint4*>(x + e0) + v);
+      const Bits* bits = reinterpret_cast<const Bits*>(&part);
 #pragma unroll
       for (int c = 0; c < kPer; ++c) key[v * kPer + c] = bits[c];
     }
@@ -76,6 +95,7 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
   // for every out-of-order pair sent up to kIsSortedChunk stores a thread to one flag
   // (docs/performance.md, "is_sorted stores a row flag once a thread").
   bool unsorted = false;
+  int64_t row = chunk.row, in_row = chunk.in_row;
 #pragma unroll
   for (int c = 0; c + 1 < kKeys; ++c) {
     if (c + 1 >= valid) break;
@@ -91,6 +111,29 @@ __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) 
     }
   }
   if (unsorted) call.out[row] = 0;
+  if (!chunk_in_row || !unsorted) keep(chunk);
+}
+
+// Enqueues a row flags' check of `call` (is_sorted_kernel, or the sort's sorted_copy_kernel):
+// every row's flag set to 1, then `kernel` a thread a chunk (check_sorted_chunk's units), with
+// `args`. Rows of fewer than two keys are sorted: no kernel.
+template <typename... Params, typename... Args>
+cudaError_t launch_row_flags(const IsSortedCall& call, void (*kernel)(Params...),
+                             cudaStream_t stream, Args... args) {
+  if (call.rows == 0) return cudaSuccess;
+  if (cudaError_t err = cudaMemsetAsync(call.out, 1, call.rows, stream); err != cudaSuccess) {
+    return err;
+  }
+  if (call.length < 2) return cudaSuccess;
+  return launch_per_unit(kernel, ceil_div(call.rows * call.length, kIsSortedChunk), stream,
+                         args...);
+}
+
+template <typename Traits>
+__global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
+  grid_prologue();
+  const int64_t unit = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  check_sorted_chunk<Traits>(call, flip, unit, [](const SortedChunk<Traits>&) {});
 }
 
 template <typename Traits>

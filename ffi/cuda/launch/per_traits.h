@@ -5,8 +5,8 @@
 // the bodies are launch/merge_launch.cuh, sort_launch.cuh and query_launch.cuh, explicitly
 // instantiated for every traits in ffi/cuda/instances/, a few traits a translation unit, so the
 // instances compile in parallel and a translation unit that calls a launcher of another family
-// (the sort's passes call merge_for_traits, its row flags is_sorted_for_traits) compiles no
-// second copy of its kernels (a traits missing there is a link error).
+// (the sort's passes call merge_for_traits) compiles no second copy of its kernels (a traits
+// missing there is a link error).
 #pragma once
 
 #include <cuda_runtime_api.h>

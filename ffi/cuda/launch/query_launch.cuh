@@ -18,15 +18,6 @@
 
 namespace jax_mergepath {
 
-// Enqueues `kernel` a thread a unit of `units`, kQueryThreads a block, with `args`.
-template <typename... Params, typename... Args>
-cudaError_t launch_per_unit(void (*kernel)(Params...), int64_t units, cudaStream_t stream,
-                            Args... args) {
-  const int64_t blocks = ceil_div(units, kQueryThreads);
-  if (blocks >= (int64_t{1} << 31)) return cudaErrorInvalidConfiguration;
-  return launch_kernel(kernel, static_cast<unsigned>(blocks), kQueryThreads, stream, args...);
-}
-
 template <typename Traits>
 cudaError_t co_rank_for_traits(const CoRankCall& call, cudaStream_t stream) {
   const int64_t total = call.rows * call.queries;
@@ -38,14 +29,8 @@ cudaError_t co_rank_for_traits(const CoRankCall& call, cudaStream_t stream) {
 // The row flags start at 1 (a memset); a thread checks a chunk of kIsSortedChunk keys.
 template <typename Traits>
 cudaError_t is_sorted_for_traits(const IsSortedCall& call, cudaStream_t stream) {
-  if (call.rows == 0) return cudaSuccess;
-  if (cudaError_t err = cudaMemsetAsync(call.out, 1, call.rows, stream); err != cudaSuccess) {
-    return err;
-  }
-  if (call.length < 2) return cudaSuccess;
-  const int64_t chunks = ceil_div(call.rows * call.length, kIsSortedChunk);
-  return launch_per_unit(is_sorted_kernel<Traits>, chunks, stream, call,
-                         order_mask<Traits>(call.key_type, call.descending));
+  return launch_row_flags(call, is_sorted_kernel<Traits>, stream, call,
+                          order_mask<Traits>(call.key_type, call.descending));
 }
 
 template <typename Traits>

@@ -8,12 +8,12 @@
 // payload, else kernels/radix_sort.cuh, each of which may decline for want of workspace or of
 // rows (not kRadixDirect's direct sort); otherwise:
 //   1. row flags, when there are passes (rows longer than a tile): every row starts "sorted",
-//      any out-of-order neighbour pair clears its flag (is_sorted_for_traits:
-//      query_launch.cuh); rows of one tile are checked by the block sort itself (a block of
-//      sorted rows skips its sort);
+//      any out-of-order neighbour pair clears its flag, and the chunks that may belong to a
+//      sorted row are stored to the outputs as they are checked (kernels/sorted_copy.cuh); rows
+//      of one tile are checked by the block sort itself (a block of sorted rows skips its sort);
 //   2. block sort (kernels/block_sort.cuh): every tile of every unsorted row sorted, into the
-//      buffer from which the passes end in the outputs; tiles of sorted rows copied to the
-//      outputs (tiles of SortPolicy, or of its wide one where sort_takes_wide_tile);
+//      buffer from which the passes end in the outputs; sorted rows' blocks return at once (tiles
+//      of SortPolicy, or of its wide one where sort_takes_wide_tile);
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
 //      a two-way pass is ONE batched merge (merge_for_traits: merge_launch.cuh) of the rows' run
 //      pairs (MergeLayout kRunPairs), doubling the width; a quad pass
@@ -21,9 +21,9 @@
 //      pass (kernels/eight_way_merge.cuh, where sort_uses_eights) eight (sort_pass_factor);
 //      sorted rows' merges are empty (row_done).
 // The payload (int32 positions for argsort, or one value) is generated or loaded by the block
-// sort and moved by the passes as a kValue payload of its width. The merge and is_sorted
-// launchers are only declared here (per_traits.h): their kernels are compiled in their own
-// instances, not again in the sort's.
+// sort and moved by the passes as a kValue payload of its width. The merge launcher is only
+// declared here (per_traits.h): its kernels are compiled in their own instances, not again in
+// the sort's.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,6 +37,7 @@
 #include "../kernels/eight_way_merge.cuh"
 #include "../kernels/quad_merge.cuh"
 #include "../kernels/radix_sort.cuh"
+#include "../kernels/sorted_copy.cuh"
 #include "jax_mergepath/sort_method.h"
 #include "jax_mergepath/tuning/radix.h"
 #include "jax_mergepath/tuning/sort.h"
@@ -57,8 +58,8 @@ cudaError_t sort_with(const SortCall& call, bool quads, bool eights, int32_t* sp
   const int passes = sort_pass_count(quads, eights, Policy::kTile, d);
   const bool row_flags = passes > 0;  // rows of one tile: the block sort checks its own
   if (row_flags) {
-    const IsSortedCall order{call.key_type, call.descending, rows, d, call.keys, call.row_sorted};
-    if (cudaError_t err = is_sorted_for_traits<Traits>(order, stream); err != cudaSuccess) {
+    if (cudaError_t err = launch_sorted_copy<Traits, kPayload, Value>(call, stream);
+        err != cudaSuccess) {
       return err;
     }
   }
