@@ -42,47 +42,35 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
 // pair was latency bound: docs/performance.md, "Row sorts"). Pairs that cross a row end are
 // skipped; a chunk whose row is already known unsorted reads no keys.
 
-// What check_sorted_chunk hands its caller: the chunk's keys (`stored` of them its own, the one
-// after them the next chunk's first), where the first sits, and whether the loads were 16-byte.
-template <typename Traits>
-struct SortedChunk {
-  typename Traits::Bits key[kIsSortedChunk + 1];
-  int64_t e0, row, in_row;  // the first key: flattened offset, row, position in the row
-  int stored;               // keys of this chunk, 1 .. kIsSortedChunk
-  bool vector;
-};
-
 // The check of thread `unit`'s chunk: clears the flag of each row in which it finds an
 // out-of-order pair (once a row: all writers store the same 0, so the race is benign), then calls
-// keep(chunk) where the chunk's keys may belong to a row that ends up sorted: the chunk crosses a
-// row end, or lies in one row not known unsorted and has its pairs in order.
+// keep(in_row) (the chunk's first key's position in its row) where the chunk's keys may belong to
+// a row that ends up sorted: the chunk crosses a row end, or lies in one row not known unsorted
+// and has its pairs in order.
 template <typename Traits, typename Keep>
 __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
                                                    typename Traits::Bits flip, int64_t unit,
                                                    const Keep& keep) {
   using Bits = typename Traits::Bits;
   const int64_t total = call.rows * call.length;
-  SortedChunk<Traits> chunk;
-  chunk.e0 = unit * kIsSortedChunk;
-  if (chunk.e0 >= total) return;
+  const int64_t e0 = unit * kIsSortedChunk;
+  if (e0 >= total) return;
   const Bits* x = static_cast<const Bits*>(call.x);
-  chunk.row = chunk.e0 / call.length;
-  chunk.in_row = chunk.e0 - chunk.row * call.length;
-  const bool chunk_in_row = chunk.in_row + kIsSortedChunk < call.length;
-  if (chunk_in_row && call.out[chunk.row] == 0) return;  // already known unsorted
+  const int64_t first_row = e0 / call.length;
+  const int64_t first_in_row = e0 - first_row * call.length;
+  const bool chunk_in_row = first_in_row + kIsSortedChunk < call.length;
+  if (chunk_in_row && call.out[first_row] == 0) return;  // already known unsorted
   // Keys e0 .. e0 + kIsSortedChunk (the last one starts the next chunk's first pair).
   constexpr int kKeys = kIsSortedChunk + 1;
-  Bits* key = chunk.key;
-  const int64_t e0 = chunk.e0;
-  const int valid = static_cast<int>(total - e0 < kKeys ? total - e0 : kKeys);
-  chunk.stored = valid < kIsSortedChunk ? valid : kIsSortedChunk;
+  Bits key[kKeys];
+  const int64_t valid = total - e0 < kKeys ? total - e0 : kKeys;
   constexpr int kPer = 16 / int(sizeof(Bits));
-  chunk.vector = valid == kKeys && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
-  if (chunk.vector) {  // e0 is a multiple of 16 keys, so x + e0 is 16-byte aligned too
+  const bool vector = valid == kKeys && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+  if (vector) {  // e0 is a multiple of 16 keys, so x + e0 is 16-byte aligned too
 #pragma unroll
     for (int v = 0; v < kIsSortedChunk / kPer; ++v) {
-      const uint4 part = __ldg(reinterpret_cast<const uint4*>(x + e0) + v);
-      const Bits* bits = reinterpret_cast<const Bits*>(&part);
+      const uint4 chunk = __ldg(reinterpret_cast<const uint4*>(x + e0) + v);
+      const Bits* bits = reinterpret_cast<const Bits*>(&chunk);
 #pragma unroll
       for (int c = 0; c < kPer; ++c) key[v * kPer + c] = bits[c];
     }
@@ -95,7 +83,7 @@ __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
   // for every out-of-order pair sent up to kIsSortedChunk stores a thread to one flag
   // (docs/performance.md, "is_sorted stores a row flag once a thread").
   bool unsorted = false;
-  int64_t row = chunk.row, in_row = chunk.in_row;
+  int64_t row = first_row, in_row = first_in_row;
 #pragma unroll
   for (int c = 0; c + 1 < kKeys; ++c) {
     if (c + 1 >= valid) break;
@@ -111,7 +99,7 @@ __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
     }
   }
   if (unsorted) call.out[row] = 0;
-  if (!chunk_in_row || !unsorted) keep(chunk);
+  if (!chunk_in_row || !unsorted) keep(first_in_row);
 }
 
 // Enqueues a row flags' check of `call` (is_sorted_kernel, or the sort's sorted_copy_kernel):
@@ -133,7 +121,7 @@ template <typename Traits>
 __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
   grid_prologue();
   const int64_t unit = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  check_sorted_chunk<Traits>(call, flip, unit, [](const SortedChunk<Traits>&) {});
+  check_sorted_chunk<Traits>(call, flip, unit, [](int64_t) {});
 }
 
 template <typename Traits>

@@ -2,9 +2,9 @@
 // rows already in the outputs. A thread checks a chunk of kIsSortedChunk keys as is_sorted_kernel
 // does (query_kernels.cuh check_sorted_chunk) and stores every chunk that may belong to a sorted
 // row (in order inside one row, or crossing a row end) to out_keys, with its payload (argsort's
-// positions, or the values). So a sorted row costs one read and one write: the block sort leaves
-// it alone (block_sort.cuh) and its passes are empty (row_done). The chunks of rows found unsorted
-// later were stored for nothing (the passes write every output of such a row): at most one
+// positions, or the values), a block's kept chunks copied together in coalesced pieces. So a
+// sorted row costs one read and one write: the block sort leaves it alone (block_sort.cuh) and its
+// passes are empty (row_done). The chunks of rows found unsorted later were stored for nothing (the passes write every output of such a row): at most one
 // write more, where chunks of an unsorted row are in order (nearly sorted rows); random rows'
 // chunks are out of order at once, or skipped once their row is known unsorted.
 // Sort passes only; device code only: no allocation, no host call.
@@ -20,73 +20,78 @@
 
 namespace jax_mergepath {
 
-// count elements from `src` (or from the generator fill(c)) to dst, 16-byte stores where
-// `vector` (count is kIsSortedChunk then) and dst is 16-byte aligned.
-template <typename T, typename Fill>
-__device__ __forceinline__ void store_chunk(T* dst, int count, bool vector, const Fill& fill) {
+// Copies the elements [0, n) of `span` (the block's keys, or payload, from `in` or made by
+// make(j) with j the element's index in the span) to `out` where kept_chunk[j / kIsSortedChunk]:
+// 16-byte pieces a thread at a time across the block (coalesced; a block's span is
+// kQueryThreads chunks), each piece whole or element by element at the span's end or where a
+// pointer is not 16-byte aligned.
+template <typename T, typename Make>
+__device__ __forceinline__ void copy_kept(T* out, int64_t n, const bool* kept_chunk,
+                                          bool aligned, const Make& make) {
   constexpr int kPer = 16 / int(sizeof(T));
-  if (vector && (reinterpret_cast<uintptr_t>(dst) & 15u) == 0) {
+  constexpr int kPieces = kQueryThreads * kIsSortedChunk / kPer;
+  for (int q = static_cast<int>(threadIdx.x); q < kPieces; q += kQueryThreads) {
+    const int j0 = q * kPer;
+    if (j0 >= n || !kept_chunk[j0 / kIsSortedChunk]) continue;
+    if (aligned && j0 + kPer <= n) {
+      uint4 piece;
+      T* items = reinterpret_cast<T*>(&piece);
 #pragma unroll
-    for (int v = 0; v < kIsSortedChunk / kPer; ++v) {
-      uint4 part;
-      T* items = reinterpret_cast<T*>(&part);
-#pragma unroll
-      for (int c = 0; c < kPer; ++c) items[c] = fill(v * kPer + c);
-      reinterpret_cast<uint4*>(dst)[v] = part;
-    }
-  } else {
-#pragma unroll
-    for (int c = 0; c < kIsSortedChunk; ++c) {
-      if (c < count) dst[c] = fill(c);
+      for (int c = 0; c < kPer; ++c) items[c] = make(j0 + c);
+      reinterpret_cast<uint4*>(out + j0)[0] = piece;
+    } else {
+      for (int j = j0; j < n && j < j0 + kPer; ++j) out[j] = make(j);
     }
   }
 }
 
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
 // order: the call's keys and row flags (the launcher set the flags first); Value: the payload's
-// element (argsort's int32 positions, the values' bits, or unused).
+// element (argsort's int32 positions, the values' bits, or unused). A thread checks a chunk;
+// then the block copies its span's kept chunks (check_sorted_chunk's keep) in coalesced 16-byte
+// pieces: the keys again from the input (the block's span was just read: cached), the positions
+// from each chunk's place in its row, the values from the input.
 template <typename Traits, PayloadKind kPayload, typename Value>
-__global__ void sorted_copy_kernel(SortCall call, IsSortedCall order, typename Traits::Bits flip) {
+__global__ void __launch_bounds__(kQueryThreads)
+    sorted_copy_kernel(SortCall call, IsSortedCall order, typename Traits::Bits flip) {
   grid_prologue();
   using Bits = typename Traits::Bits;
-  const int64_t unit = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  check_sorted_chunk<Traits>(order, flip, unit, [&](const SortedChunk<Traits>& chunk) {
-    const bool full = chunk.stored == kIsSortedChunk;
-    store_chunk(static_cast<Bits*>(call.out_keys) + chunk.e0, chunk.stored, chunk.vector,
-                [&](int c) { return chunk.key[c]; });
-    Value* out = static_cast<Value*>(call.out_payload) + chunk.e0;
-    if constexpr (kPayload == PayloadKind::kIndex) {
-      // positions in the row, from zero again where the chunk crosses a row end
-      int64_t position[kIsSortedChunk];
-      int64_t p = chunk.in_row;
-#pragma unroll
-      for (int c = 0; c < kIsSortedChunk; ++c) {
-        position[c] = p;
-        p = p + 1 == call.length ? 0 : p + 1;
-      }
-      store_chunk(out, chunk.stored, full,
-                  [&](int c) { return static_cast<Value>(position[c]); });
-    } else if constexpr (kPayload == PayloadKind::kValue) {
-      const Value* in = static_cast<const Value*>(call.values) + chunk.e0;
-      constexpr int kPer = 16 / int(sizeof(Value));
-      Value value[kIsSortedChunk];
-      const bool vector = full && (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
-      if (vector) {
-#pragma unroll
-        for (int v = 0; v < kIsSortedChunk / kPer; ++v) {
-          const uint4 part = __ldg(reinterpret_cast<const uint4*>(in) + v);
-          const Value* items = reinterpret_cast<const Value*>(&part);
-#pragma unroll
-          for (int c = 0; c < kPer; ++c) value[v * kPer + c] = items[c];
-        }
-      } else {
-#pragma unroll
-        for (int c = 0; c < kIsSortedChunk; ++c) {
-          value[c] = c < chunk.stored ? __ldg(in + c) : Value(0);
-        }
-      }
-      store_chunk(out, chunk.stored, full, [&](int c) { return value[c]; });
-    }
+  __shared__ bool kept_chunk[kQueryThreads];
+  __shared__ int64_t chunk_in_row[kPayload == PayloadKind::kIndex ? kQueryThreads : 1];
+  const int64_t unit = int64_t{blockIdx.x} * kQueryThreads + threadIdx.x;
+  bool kept = false;
+  check_sorted_chunk<Traits>(order, flip, unit, [&](int64_t in_row) {
+    kept = true;
+    if constexpr (kPayload == PayloadKind::kIndex) chunk_in_row[threadIdx.x] = in_row;
   });
+  kept_chunk[threadIdx.x] = kept;
+  if (__syncthreads_or(kept) == 0) return;  // (random rows: no chunk kept)
+  const int64_t base = int64_t{blockIdx.x} * kQueryThreads * kIsSortedChunk;
+  const int64_t total = call.rows * call.length;
+  const int64_t n = total - base < int64_t{kQueryThreads} * kIsSortedChunk
+                        ? total - base
+                        : int64_t{kQueryThreads} * kIsSortedChunk;
+  const Bits* keys = static_cast<const Bits*>(call.keys) + base;
+  Bits* out_keys = static_cast<Bits*>(call.out_keys) + base;
+  copy_kept(out_keys, n, kept_chunk, aligned16(keys) && aligned16(out_keys),
+            [&](int j) { return __ldg(keys + j); });
+  Value* out = static_cast<Value*>(call.out_payload) + base;
+  if constexpr (kPayload == PayloadKind::kIndex) {
+    // positions in the row, from zero again where a chunk crosses a row end
+    const int64_t length = call.length;
+    copy_kept(out, n, kept_chunk, aligned16(out), [&](int j) {
+      const int64_t start = chunk_in_row[j / kIsSortedChunk];
+      const int64_t p = start + j % kIsSortedChunk;
+      return static_cast<Value>(start + kIsSortedChunk <= length ? p : p % length);
+    });
+  } else if constexpr (kPayload == PayloadKind::kValue) {
+    const Value* values = static_cast<const Value*>(call.values) + base;
+    copy_kept(out, n, kept_chunk, aligned16(values) && aligned16(out),
+              [&](int j) { return __ldg(values + j); });
+  }
 }
 
 // Enqueues the row flags of `call` (every row's flag set, then the check and the sorted chunks'
