@@ -177,11 +177,13 @@ def test_gpu_sorted_rows_skip_their_partitions(rng, op, dtype, shape):
 
 # Sorted rows are stored to the outputs by the row flags' kernel as it checks them (kernels/
 # sorted_copy.cuh; the block sort and the passes then leave them alone): keys alone, argsort's
-# positions and values of every width; rows whose ends fall inside a chunk of 16 keys, and a last
-# chunk of one key; sorted rows of random, tied ("few": positions show the order) and special keys
-# (-0.0 / +0.0 and NaNs of distinct bits in order); rows sorted but for their last pair or for
-# 1% of their keys swapped (their chunks in order stored for nothing, then overwritten by their
-# passes) and a random row beside them.
+# positions and values of every width; rows whose ends fall inside a chunk of 16 keys, on a
+# chunk's end (length a multiple of 16), and a sorted last row whose last chunk holds one key;
+# sorted rows of random, tied ("few": positions show the order) and special keys (-0.0 / +0.0
+# and NaNs of distinct bits in order); rows sorted but for their last pair or for 1% of their
+# keys swapped (their chunks in order stored for nothing, then overwritten by their passes) and a
+# random row beside them. (The results are checked, not which path made them: the probe cases
+# sort_presorted and argsort_presorted time it.)
 @pytest.mark.parametrize("descending", DIRECTIONS, ids=DIR_IDS)
 @pytest.mark.parametrize(("op", "dtype", "value_dtype"), [
     ("sort", np.int32, None), ("argsort", np.float32, None), ("sort", np.float64, None),
@@ -192,25 +194,27 @@ def test_gpu_sorted_rows_skip_their_partitions(rng, op, dtype, shape):
 def test_gpu_sorted_rows_stored_with_their_flags(rng, op, dtype, value_dtype, descending):
     payload = 0 if op == "sort" else (4 if value_dtype is None else np.dtype(value_dtype).itemsize)
     rows, t = 7, sort_tile(dtype, payload)
-    d = next(d for d in range(2 * t + 1, 2 * t + 17) if rows * d % 16 == 1)
-    x = np.stack([
-        sort_input(rng, dtype, (d,), "sorted", descending=descending),
-        sort_input(rng, dtype, (d,), "few", descending=descending),
-        sort_input(rng, dtype, (d,), "special", descending=descending),
-        sort_input(rng, dtype, (d,), "sorted", descending=descending),
-        sort_input(rng, dtype, (d,), "random"),
-        sort_input(rng, dtype, (d,), "sorted", descending=descending),
-        sort_input(rng, dtype, (d,), "swaps", descending=descending),
-    ])
-    x[1] = ref_sort(x[1], -1, descending)
-    x[2] = ref_sort(x[2], -1, descending)
-    x[3, [-2, -1]] = x[3, [-1, -2]]  # sorted but for its last pair (unless the two tie)
-    with _ffi.forced_sort_method("merge"):
-        if op == "sort_by_key":
-            values = random_keys(rng, value_dtype, x.shape)
-            check_sort_by_key(x, values, descending=descending)
-        else:
-            (check_argsort_only if op == "argsort" else check_sort_only)(x, descending=descending)
+    one_key_last = next(d for d in range(2 * t + 1, 2 * t + 17) if rows * d % 16 == 1)
+    for d in (one_key_last, (2 * t + 15) // 16 * 16):
+        x = np.stack([
+            sort_input(rng, dtype, (d,), "sorted", descending=descending),
+            sort_input(rng, dtype, (d,), "few", descending=descending),
+            sort_input(rng, dtype, (d,), "special", descending=descending),
+            sort_input(rng, dtype, (d,), "sorted", descending=descending),
+            sort_input(rng, dtype, (d,), "random"),
+            sort_input(rng, dtype, (d,), "swaps", descending=descending),
+            sort_input(rng, dtype, (d,), "sorted", descending=descending),
+        ])
+        x[1] = ref_sort(x[1], -1, descending)
+        x[2] = ref_sort(x[2], -1, descending)
+        x[3, [-2, -1]] = x[3, [-1, -2]]  # sorted but for its last pair (unless the two tie)
+        with _ffi.forced_sort_method("merge"):
+            if op == "sort_by_key":
+                values = random_keys(rng, value_dtype, x.shape)
+                check_sort_by_key(x, values, descending=descending)
+            else:
+                check = check_argsort_only if op == "argsort" else check_sort_only
+                check(x, descending=descending)
 
 
 # float32 tiles without NaN and -0.0 sort by plain compares and, keys alone, a min / max network

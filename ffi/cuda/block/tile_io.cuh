@@ -377,7 +377,7 @@ __device__ __forceinline__ void store_warp_striped(const T (&reg)[kItems], unsig
   __syncwarp();
   T* out = dst + base;
   const bool vector = kWarpItems % kPer == 0 && base + kWarpItems <= count &&
-                      (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
+                      aligned16(out);
   if (vector) {
     constexpr int kChunks = kWarpItems / kPer;
 #pragma unroll

@@ -457,7 +457,7 @@ __device__ __forceinline__ bool store_rows_staged(unsigned char* stage_bytes, co
   const int stride = strided_row_stride<T>(row_len);
   const bool strided = may_stride && stride != row_len &&
                        rows * stride <= kStageBytes / int(sizeof(T)) &&
-                       (reinterpret_cast<uintptr_t>(dst) & 15u) == 0;
+                       aligned16(dst);
   const RangePlan<T> plan(dst, count, 0);
   T* stage = reinterpret_cast<T*>(stage_bytes);
   __syncthreads();
@@ -524,7 +524,7 @@ __device__ __forceinline__ bool rows_block(const MergeCall& call, typename Trait
   const bool strided =
       short_rows && len1 % kPer == 0 && n % kPer == 0 && (stride1 != len1 || stride2 != n) &&
       rows_here * (stride1 + stride2) + kItems <= kStageSlots &&
-      ((reinterpret_cast<uintptr_t>(keys1) | reinterpret_cast<uintptr_t>(keys2)) & 15u) == 0;
+      aligned16(keys1) && aligned16(keys2);
   TileLocs locs;
   if (strided) {
     locs = load_tile_rows_strided<kThreads>(shared, keys1, keys2, vals1, vals2, rows_here, len1,

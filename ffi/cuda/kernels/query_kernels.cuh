@@ -7,7 +7,8 @@
 //   chunks of rows already found unsorted are not read (check_sorted_chunk, which the sort's
 //   row flags share: kernels/sorted_copy.cuh);
 //   searchsorted_kernel: a binary search a query (merge_path.h insertion_point).
-// Device code only: no allocation, no host call.
+// Device code, and launch_row_flags, the host launcher that the row flags' kernels share: no
+// allocation, no sync.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,7 +44,9 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
 // skipped; a chunk whose row is already known unsorted reads no keys.
 
 // The check of thread `unit`'s chunk: clears the flag of each row in which it finds an
-// out-of-order pair (once a row: all writers store the same 0, so the race is benign), then calls
+// out-of-order pair (once a row: all writers store the same 0, so the race is benign; flags only
+// go from 1 to 0, and a chunk is skipped only once its row's flag reads 0, so a row whose flag
+// ends 1 had every chunk checked and kept), then calls
 // keep(in_row) (the chunk's first key's position in its row) where the chunk's keys may belong to
 // a row that ends up sorted: the chunk crosses a row end, or lies in one row not known unsorted
 // and has its pairs in order.
@@ -65,7 +68,7 @@ __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
   Bits key[kKeys];
   const int64_t valid = total - e0 < kKeys ? total - e0 : kKeys;
   constexpr int kPer = 16 / int(sizeof(Bits));
-  const bool vector = valid == kKeys && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+  const bool vector = valid == kKeys && aligned16(x);
   if (vector) {  // e0 is a multiple of 16 keys, so x + e0 is 16-byte aligned too
 #pragma unroll
     for (int v = 0; v < kIsSortedChunk / kPer; ++v) {

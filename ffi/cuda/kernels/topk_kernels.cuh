@@ -32,7 +32,7 @@ inline constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;  // blocks a grid's 
 // Whether every row of the call starts 16-byte aligned: the keys, and each row's length in bytes
 // when there are several rows (a launch's choice of whole-word loads).
 inline bool rows_aligned16(const TopkCall& call) {
-  return (reinterpret_cast<uintptr_t>(call.keys) & 15u) == 0 &&
+  return aligned16(call.keys) &&
          (call.rows == 1 || (call.length * int64_t{call.key_bytes}) % 16 == 0);
 }
 
@@ -194,10 +194,6 @@ template <typename Bits>
 constexpr int vectors_at_once(int most) {
   const int v = 16 / kVectorKeys<Bits>;
   return v < 1 ? 1 : (v < most ? v : most);
-}
-
-__device__ __forceinline__ bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
 // This lane's place when `take`: the warp's takers get consecutive places from one atomicAdd on

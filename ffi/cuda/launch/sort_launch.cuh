@@ -11,9 +11,9 @@
 //      any out-of-order neighbour pair clears its flag, and the chunks that may belong to a
 //      sorted row are stored to the outputs as they are checked (kernels/sorted_copy.cuh); rows
 //      of one tile are checked by the block sort itself (a block of sorted rows skips its sort);
-//   2. block sort (kernels/block_sort.cuh): every tile of every unsorted row sorted, into the
-//      buffer from which the passes end in the outputs; sorted rows' blocks return at once (tiles
-//      of SortPolicy, or of its wide one where sort_takes_wide_tile);
+//   2. block sort (kernels/block_sort.cuh): every tile (of SortPolicy, or of its wide one where
+//      sort_takes_wide_tile) of every unsorted row sorted, into the buffer from which the passes
+//      end in the outputs; sorted rows' blocks return at once;
 //   3. passes, ping-ponging between the outputs and the spare buffers from run width tile up:
 //      a two-way pass is ONE batched merge (merge_for_traits: merge_launch.cuh) of the rows' run
 //      pairs (MergeLayout kRunPairs), doubling the width; a quad pass

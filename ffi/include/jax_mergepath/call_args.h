@@ -73,8 +73,8 @@ struct IsSortedCall {
 // values moved with their keys (kValue). spare_keys / spare_payload are workspace shaped like
 // the outputs (nullptr for a kRadixDirect call, whose spares are in its workspace: tuning/radix.h
 // radix_direct): the merge passes ping-pong between them and the outputs.
-// Rows already sorted are copied once and skipped (row_sorted), so presorted input costs a check
-// and a copy.
+// Rows already sorted are stored to the outputs as they are checked and skipped after
+// (row_sorted), so presorted input costs one read and one write.
 struct SortCall {
   KeyType key_type;
   bool descending;
