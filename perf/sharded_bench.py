@@ -210,10 +210,11 @@ def run_topk(n: int, k: int, counts, reps: int, rows: list) -> None:
     sharded result checked bit for bit against ours on one GPU (values, global indices)."""
     name = f"top_k float32 2^{n.bit_length() - 1} k={k}"
     one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    ours, theirs = jax.jit(lambda x: jmp.top_k(x, k)), jax.jit(lambda x: lax.top_k(x, k))
     x1 = data(n, jnp.float32, one, 4)
-    t_lax1 = timed(jax.jit(lambda x: lax.top_k(x, k)), x1, reps=reps)
-    t_ours1 = timed(jax.jit(lambda x: jmp.top_k(x, k)), x1, reps=reps)
-    want = jax.device_get(jax.jit(lambda x: jmp.top_k(x, k))(x1))
+    t_lax1 = timed(theirs, x1, reps=reps)
+    t_ours1 = timed(ours, x1, reps=reps)
+    want = jax.device_get(ours(x1))
     best1 = min(t_lax1, t_ours1)
     print(f"{name}: one GPU lax.top_k {1e3 * t_lax1:.3f} ms, ours {1e3 * t_ours1:.3f} ms",
           flush=True)
@@ -222,19 +223,18 @@ def run_topk(n: int, k: int, counts, reps: int, rows: list) -> None:
         if g > len(jax.devices()):
             continue
         xs = data(n, jnp.float32, NamedSharding(mesh_of(g), P("d")), 4)
-        f = jax.jit(lambda x: jmp.top_k(x, k))
-        got = jax.device_get(f(xs))
+        got = jax.device_get(ours(xs))
         for w, o, what in zip(want, got, ("values", "indices"), strict=True):
             assert np.array_equal(np.asarray(w).view(np.uint32), np.asarray(o).view(np.uint32)), (
                 f"{name} on {g} devices: {what} differ from one GPU's")
-        t = timed(f, xs, reps=reps)
+        t = timed(ours, xs, reps=reps)
         row = {"case": name, "n": n, "devices": g, "ours_ms": 1e3 * t,
                "one_gpu_ms": 1e3 * best1, "vs_one_gpu": best1 / t,
                "one_gpu_lax_ms": 1e3 * t_lax1, "one_gpu_ours_ms": 1e3 * t_ours1}
         del xs
         xa = data(n, jnp.float32, NamedSharding(mesh_of(g, explicit=False), P("d")), 4)
         try:
-            t_lax = timed(jax.jit(lambda x: lax.top_k(x, k)), xa, reps=max(2, reps // 3))
+            t_lax = timed(theirs, xa, reps=max(2, reps // 3))
             row["jnp_sharded_ms"] = 1e3 * t_lax
             row["vs_jnp_sharded"] = t_lax / t
         except Exception as e:  # noqa: BLE001 (reported in the row)
