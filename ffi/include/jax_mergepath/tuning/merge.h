@@ -72,7 +72,7 @@ inline constexpr int kMaxRowsPerTile = 256;
 // registers capped so `min_blocks` blocks fit an SM (the tiled kernel only; 1 = no cap). Shapes
 // over 8 bytes are capped at 4 blocks: uncapped, the unsorted-input checks spill them to one
 // block an SM fewer. Measured with perf/sweeps/tile_sweep.cu (docs/performance.md, "Merge tile
-// shapes").
+// shapes"); the same shapes on every GPU ("One merge shape for every GPU").
 struct MergeShape {
   int threads, items, min_blocks;
 };
