@@ -80,7 +80,7 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     its positions, the kernels' counts not) runs as XLA's top_k of the order keys."""
     shape = (*x.shape[:-1], k)
     if k == 0:
-        return jnp.zeros(shape, x.dtype), jnp.zeros(shape, np.int32)
+        return with_weak_type(jnp.zeros(shape, x.dtype), x.weak_type), jnp.zeros(shape, np.int32)
     way = _way(x)
     route, strategy = forced_route_value()
     params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),

@@ -40,7 +40,14 @@ from jax_mergepath import _ffi
 from jax_mergepath._bits import take_along_bits
 from jax_mergepath._dtypes import INT32_LIMIT
 from jax_mergepath._lowering import batch_dims_of, ffi_call
-from jax_mergepath._primitives import Payload, _batched_to_front, _eager_impl, _weak, sort_p
+from jax_mergepath._primitives import (
+    Payload,
+    _batched_to_front,
+    _eager_impl,
+    _typed,
+    _weak,
+    sort_p,
+)
 
 
 class KeyClass(enum.IntEnum):  # topk.h's TopkKeyClass
@@ -141,7 +148,9 @@ topk_p.multiple_results = True
 def _topk_abstract_eval(keys, *, k, largest, key_class, route=-1, strategy=-1):
     del largest, key_class, route, strategy
     shape = (*keys.shape[:-1], k)
-    return [ShapedArray(shape, keys.dtype, weak_type=_weak(keys)), ShapedArray(shape, np.int32)]
+    # (typed as keys: shard_map's varying axes and explicit-axis rows kept, as merge_p's outputs)
+    return [_typed(keys, [keys], shape, keys.dtype, weak_type=_weak(keys)),
+            _typed(keys, [keys], shape, np.int32)]
 
 
 topk_p.def_abstract_eval(_topk_abstract_eval)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero, linear_call
 
-from jax_mergepath._sharded.layout import Axes
+from jax_mergepath._sharded.layout import Axes, varying_as
 from jax_mergepath._sharded.sort import sort_local
 
 
@@ -29,8 +29,9 @@ def _inexact(x: jax.Array) -> bool:
     return jnp.issubdtype(x.dtype, jnp.inexact)
 
 
-def _float0(x: jax.Array) -> np.ndarray:
-    return np.zeros(x.shape, jax.dtypes.float0)
+def _float0(x: jax.Array) -> jax.Array:
+    """x's zero tangent (an integer x's), typed varying as x (custom_jvp checks the types)."""
+    return varying_as(np.zeros(x.shape, jax.dtypes.float0), x)
 
 
 def given(tangent) -> bool:

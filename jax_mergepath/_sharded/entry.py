@@ -33,25 +33,26 @@ from jax_mergepath._sharded.plan import Plan, make_plan, nout
 
 
 def _sharding_of(x: jax.Array):
-    """x's NamedSharding: from its type (explicit axes) or, concrete, its own; else None."""
-    typed = typed_sharding(x)
-    if typed is not None:
-        return typed
+    """x's NamedSharding: a concrete array's own (its mesh holds devices, so the other operands
+    can be put on it eagerly), else from its type (explicit axes); else None."""
     if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
         sharding = x.sharding
         if isinstance(sharding, jax.sharding.NamedSharding) and len(sharding.device_set) > 1:
             return sharding
-    return None
+    return typed_sharding(x)
 
 
 def _known_split(arrays: list[jax.Array]):
     """(mesh, every operand's full spec) where some operand's sharding is known now (explicit
     axes, or a concrete array); else None."""
     shardings = [_sharding_of(x) for x in arrays]
-    mesh = next((s.mesh for s in shardings if s is not None), None)
-    if mesh is None:
+    known = [s.mesh for s in shardings if s is not None]
+    if not known:
         return None
-    specs = [full_spec(s.spec if s is not None and s.mesh == mesh else P(), x.ndim)
+    # a mesh of devices where an operand has one (eager operands are put on it), else the types'
+    mesh = next((m for m in known if isinstance(m, jax.sharding.Mesh)), known[0])
+    specs = [full_spec(s.spec if s is not None and s.mesh.abstract_mesh == mesh.abstract_mesh
+                       else P(), x.ndim)
              for s, x in zip(shardings, arrays, strict=True)]
     return mesh, specs
 

@@ -121,7 +121,7 @@ def ring_rounds(streams: list[Stream], outs: list[jax.Array], axes: Axes, g: int
                 for src, out in zip(s.arrays, outs, strict=True):
                     piece = lax.dynamic_slice_in_dim(src, s.send_at[to] + r * chunk, chunk)
                     if shift:
-                        piece = lax.ppermute(piece, axes.name, perm)
+                        piece = axes.permute(piece, perm)
                     new.append(_place(out, piece, s.recv_at[frm] + r * chunk,
                                       s.received[frm] - r * chunk))
                 return new

@@ -4,9 +4,11 @@ split from its sharding.
 
 Contract: per-device functions take local shards with the split axis LAST (every leading
 dimension a row; values may have trailing dimensions after it) and an Axes: `name`, the mesh
-axis or axes the split axis runs over (the shards are in axis_index order along them), and
-`mesh_axes`, every mesh axis manual where the code runs (a loop whose body holds a ppermute
-runs as many trips on every device of the mesh). They run inside a shard_map (a user's, or the
+axis or axes the split axis runs over (the shards are in axis_index order along them, in any
+order of the mesh's axes), and `mesh_axes`, every mesh axis manual where the code runs, in the
+mesh's order (a loop whose body holds a ppermute runs as many trips on every device of the
+mesh). Collectives along the split axis that pair devices go through Axes.permute. They run
+inside a shard_map (a user's, or the
 explicit-axis entry's) or as the per-device program of a custom_partitioning call (auto.py),
 where collectives over the mesh's axis names work but nothing is typed varying.
 """
@@ -28,7 +30,8 @@ AxisName = str | tuple[str, ...]
 
 @dataclasses.dataclass(frozen=True)
 class Axes:
-    """The mesh axes of a split axis (name) and every manual mesh axis (mesh_axes)."""
+    """The mesh axes of a split axis (name) and every manual mesh axis (mesh_axes, in the mesh's
+    order)."""
 
     name: AxisName
     mesh_axes: tuple[str, ...]
@@ -45,6 +48,29 @@ class Axes:
         """This device's index along the split axis."""
         return lax.axis_index(self.name)
 
+    def permute(self, x, pairs: Sequence[tuple[int, int]]):
+        """lax.ppermute of x (an array or a list of arrays) along the split axis: (source,
+        destination) pairs of indices along it (axis_index's). ppermute numbers a tuple of mesh
+        axes in the mesh's order whatever the tuple's (jax 0.10-0.11 sort each group's devices;
+        axis_index, all_gather and all_to_all follow the tuple), so the pairs are renumbered over
+        the names in mesh order, which both numberings agree on."""
+        names = self.names
+        in_mesh = tuple(n for n in self.mesh_axes if n in names)
+        if len(names) == 1 or in_mesh == names or len(in_mesh) != len(names):
+            return lax.ppermute(x, self.name, list(pairs))
+        sizes = {n: lax.psum(1, n) for n in names}
+
+        def renumber(index: int) -> int:
+            coords = {}
+            for n in reversed(names):
+                index, coords[n] = divmod(index, sizes[n])
+            out = 0
+            for n in in_mesh:
+                out = out * sizes[n] + coords[n]
+            return out
+
+        return lax.ppermute(x, in_mesh, [(renumber(a), renumber(b)) for a, b in pairs])
+
 
 def names_of(axis_name: AxisName) -> tuple[str, ...]:
     return (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
@@ -52,7 +78,8 @@ def names_of(axis_name: AxisName) -> tuple[str, ...]:
 
 def bound_axes(axis_name: AxisName) -> Axes:
     """Axes inside a shard_map: axis_name and the manual axes of the context's mesh."""
-    manual = tuple(jax.sharding.get_abstract_mesh().manual_axes)
+    mesh = jax.sharding.get_abstract_mesh()
+    manual = tuple(n for n in mesh.axis_names if n in mesh.manual_axes)  # the mesh's order
     return Axes(axis_name, tuple(dict.fromkeys((*manual, *names_of(axis_name)))))
 
 
@@ -65,6 +92,12 @@ def typed(names: Sequence[str]) -> bool:
     not in a custom_partitioning call's per-device program, whose axes are not manual in the
     context mesh)."""
     return bool(names) and set(names) <= _manual()
+
+
+def invariant(x: jax.Array, names: Sequence[str]) -> bool:
+    """Whether x is typed the same on every device along the mesh axes `names` (inside a
+    shard_map, varying along none of them); False where nothing is typed."""
+    return typed(names) and not (_vma(x) & set(names))
 
 
 def varying(x: jax.Array, names: Sequence[str]) -> jax.Array:

@@ -20,7 +20,7 @@ from jax import lax
 from jax_mergepath._dispatch import is_sorted_rows, searchsorted_rows
 from jax_mergepath._dtypes import index_dtype, search_index_dtype
 from jax_mergepath._keys import order_keys
-from jax_mergepath._sharded.layout import Axes, on_rows
+from jax_mergepath._sharded.layout import Axes, invariant, on_rows
 from jax_mergepath._sharded.merge import MERGE_PROBES, Run, co_rank_search
 from jax_mergepath._sharded.splitters import lex_le
 
@@ -44,7 +44,7 @@ def searchsorted_local(a: jax.Array, v: jax.Array, axes: Axes, *, right: bool,
     not follow it), in search_index_dtype of the whole row: the sum over the shards."""
     g = axes.size()
     dtype = search_index_dtype(g * a.shape[-1])
-    if not queries_split:
+    if not queries_split or invariant(v, axes.names):  # (one answer: typed invariant too)
         counts = searchsorted_rows(a, v, right=right, sorted_v=False, op=op)
         return lax.psum(counts.astype(dtype), axes.name)
     q = v.shape[-1]
@@ -58,6 +58,7 @@ def co_rank_local(k: jax.Array, a: jax.Array, b: jax.Array, axes: Axes, *, desce
     """For each output position k of the merge of the whole a and b (clamped to [0, m + n]),
     how many elements of a are among the first k, in index_dtype(m + n)."""
     del op
+    queries_split = queries_split and not invariant(k, axes.names)
     g = axes.size()
     m, n = a.shape[-1], b.shape[-1]
     dtype = index_dtype(g * (m + n))
@@ -84,7 +85,7 @@ def is_sorted_local(x: jax.Array, axes: Axes, *, descending: bool) -> jax.Array:
     ok = is_sorted_rows(x, descending=descending) if d > 1 else jnp.ones(x.shape[:-1], bool)
     if g > 1:
         keys = order_keys(x, descending)
-        nxt = lax.ppermute([k[..., 0] for k in keys], axes.name,
+        nxt = axes.permute([k[..., 0] for k in keys],
                            [(i, i - 1) for i in range(1, g)])  # the next shard's first
         last = axes.index() == g - 1
         ok = ok & (last | lex_le([k[..., -1] for k in keys], nxt))

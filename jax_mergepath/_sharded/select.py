@@ -20,9 +20,9 @@ import numpy as np
 from jax import lax
 
 from jax_mergepath._bits import from_bits, gather_along, moveaxis_bits, to_bits
-from jax_mergepath._dtypes import INT32_LIMIT
+from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
 from jax_mergepath._select_dispatch import top_k_rows
-from jax_mergepath._sharded.layout import AxisName, names_of, typed, varying
+from jax_mergepath._sharded.layout import AxisName, names_of, typed, varying, varying_as
 
 
 def global_index_dtype(length: int) -> np.dtype:
@@ -52,6 +52,12 @@ def select_local(x, leaves, k, ax, axis_name, largest):
     n = x.shape[ax]
     g = lax.psum(1, axis_name)
     dtype = global_index_dtype(g * n)
+    if k == 0:  # nothing selected, nothing gathered (XLA refuses an all-gather of no elements)
+        def empty(a: jax.Array, dt=None) -> jax.Array:
+            shape = (*a.shape[:ax], 0, *a.shape[ax + 1:])
+            return with_weak_type(jnp.zeros(shape, dt or a.dtype), dt is None and a.weak_type)
+
+        return empty(x), empty(x, dtype), [empty(leaf) for leaf in leaves]
     kl = min(k, n)
     values, idx = top_k_rows(moveaxis_bits(x, ax, -1), kl, largest=largest)
     local_idx = jnp.moveaxis(idx, -1, ax)
@@ -97,7 +103,8 @@ def topk_shards(x, leaves, k, ax, axis_name, largest):
         """ct (shaped like the selection) added at the selected places `where` of a zero a."""
         if not jnp.issubdtype(a.dtype, jnp.inexact):
             return np.zeros(a.shape, jax.dtypes.float0)
-        return varying(_scatter_add_along(a, where, ct.astype(a.dtype), ax), names_of(axis_name))
+        # (typed varying as a: over axis_name, and over the axes its rows are split on)
+        return varying_as(_scatter_add_along(a, where, ct.astype(a.dtype), ax), a)
 
     @jax.custom_vjp
     def select(x, leaves):

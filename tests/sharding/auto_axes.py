@@ -273,6 +273,15 @@ def main() -> int:
     x2 = keys(rng, np.float32, (4, G * n))
     case("2-D P('r', 'd') on a 2x4 mesh", lambda: check_jit(jmp.sort, (x2,), jnp.sort, mesh2,
                                                            P("r", "d")), quick=True)
+    # the sorted axis over both mesh axes in the other order than the mesh's (jax's ppermute
+    # numbers devices in the mesh's: Axes.permute): a merge, and a skewed sort (ppermute rounds)
+    dr = P(("d", "r"))
+    a, b = (np.sort(keys(rng, np.float32, m, "ties3")) for m in (G * n, G * n // 2))
+    case("merge P(('d', 'r')) on a 2x4 mesh", lambda: check_jit(
+        jmp.merge, (a, b), jmp.merge, mesh2, dr), quick=True)
+    skewed = keys(rng, np.float32, G * (2**14 + 8), "reverse")
+    case("sort skewed P(('d', 'r')) on a 2x4 mesh", lambda: check_jit(
+        jmp.argsort, (skewed,), functools.partial(jnp.argsort, stable=True), mesh2, dr))
     short = keys(rng, np.float32, (4, 2**14))
     short_sort = functools.partial(jmp.sort, axis=0)
     case("sort along a short axis P('r', 'd'), axis=0", lambda: check_jit(

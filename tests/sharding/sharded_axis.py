@@ -225,6 +225,12 @@ def main() -> int:
     x1 = keys(rng, np.float32, G * n)
     case("shard_map axis_name=('r', 'd') on a 2x4 mesh",
          lambda: check_smap_family(x1, mesh2, P(("r", "d")), axis_name=("r", "d")))
+    # the shards in ('d', 'r') order, the other order than the mesh's (jax's ppermute numbers
+    # devices in the mesh's: Axes.permute), large and skewed (the ppermute rounds run)
+    xdr = keys(rng, np.float32, G * big, "reverse")
+    case("shard_map axis_name=('d', 'r') on a 2x4 mesh, skewed",
+         lambda: check_smap_family(xdr, mesh2, P(("d", "r")), axis_name=("d", "r")),
+         quick=core)
 
     # -- sort_by_key (pytree payload with trailing dims; one fused leaf) and lax_sort
     kb = keys(rng, np.float32, G * n, "ties3")
@@ -268,6 +274,8 @@ def main() -> int:
     case("jit explicit 2-D axis=0 P('d', None)",
          lambda: check_jit_family(xt, mesh, P("d", None), axis=0))
     case("jit explicit 1-D P(('r', 'd'))", lambda: check_jit_family(x1, mesh2, P(("r", "d"))))
+    case("jit explicit 1-D P(('d', 'r')) skewed",
+         lambda: check_jit_family(xdr, mesh2, P(("d", "r"))))
     x = keys(rng, np.float32, G * n)
     case("eager explicit sort", lambda: check_eager(jmp.sort, x, mesh, d), quick=core)
     case("eager explicit argsort descending", lambda: check_eager(functools.partial(
@@ -324,6 +332,8 @@ def main() -> int:
          lambda x, w: jnp.sum(jmp.sort(x, descending=True) * w), True, False),
     ]:
         case(name, lambda loss=loss, desc=desc: check_grad(loss, xg, w, desc, mesh), quick=q)
+
+    case("grad with integer outputs", lambda: check_grad_integer_outputs(rng, mesh, n))
 
     # -- jax.export of a sharded-axis sort (jit on explicit axes, and a user's shard_map),
     # serialized and called back
@@ -409,6 +419,51 @@ def check_grad(loss: Callable, x: np.ndarray, w: np.ndarray, descending: bool, m
         local0(x), local0(w))
     got = jax.jit(jax.grad(loss))(*put(mesh, P("d"), x, w))
     assert_same(got, want, "gradient")
+
+
+def check_grad_integer_outputs(rng: np.random.Generator, mesh: Any, n: int) -> str:
+    """grad with respect to float values of calls that also return integers (integer keys, an
+    integer leaf, merge indices), on explicit axes under jit and in a user's shard_map: their
+    zero tangents typed as the outputs (varying along the split axis)."""
+    k = rng.integers(0, 5, G * n).astype(np.int32)
+    v = rng.standard_normal(G * n).astype(np.float32)
+    w = rng.standard_normal(G * n).astype(np.float32)
+    a, b = np.sort(k[: G * n // 2]), np.sort(k[G * n // 2:])
+    kw: dict[str, Any] = {}
+
+    def sort_by_int_key(v, w, k):
+        return jnp.sum(jmp.sort_by_key(k, v, **kw)[1] * w)
+
+    def int_leaf(v, w, k):
+        _, out = jmp.sort_by_key(v, {"v": v, "id": k}, **kw)
+        return jnp.sum(out["v"] * w)
+
+    def lax_sort_int_key(v, w, k):
+        return jnp.sum(jmp.lax_sort((k, v), num_keys=1, **kw)[1] * w)
+
+    losses = [sort_by_int_key, int_leaf, lax_sort_int_key]
+    for loss in losses:
+        want = jax.grad(loss)(*map(local0, (v, w, k)))
+        got = jax.jit(jax.grad(loss))(*put(mesh, P("d"), v, w, k))
+        assert_same(got, want, f"{loss.__name__}, explicit")
+        kw["axis_name"] = "d"
+        f = jax.shard_map(jax.grad(loss), mesh=mesh, in_specs=P("d"), out_specs=P("d"))
+        assert_same(jax.jit(f)(*put(mesh, P("d"), v, w, k)), want, f"{loss.__name__}, shard_map")
+        kw.clear()
+    # the merges: a, b sorted and split (merge_by_key of integer keys; merge with indices)
+    va, vb = v[: len(a)], v[len(a):]
+    want = jax.grad(lambda x, y: jnp.sum(jmp.merge_by_key(a, b, x, y)[1] * w),
+                    argnums=(0, 1))(va, vb)
+    got = jax.jit(jax.grad(lambda x, y, a, b: jnp.sum(jmp.merge_by_key(a, b, x, y)[1] * w),
+                           argnums=(0, 1)))(*put(mesh, P("d"), va, vb, a, b))
+    assert_same(got, want, "merge_by_key of integer keys, explicit")
+    fa, fb = np.sort(va), np.sort(vb)
+    want = jax.grad(lambda x, y: jnp.sum(jmp.merge(x, y, return_indices=True)[0] * w),
+                    argnums=(0, 1))(fa, fb)
+    got = jax.jit(jax.grad(lambda x, y: jnp.sum(jmp.merge(x, y, return_indices=True)[0] * w),
+                           argnums=(0, 1)))(*put(mesh, P("d"), fa, fb))
+    assert_same(got, want, "merge with indices, explicit")
+    return "sort_by_key, an integer leaf, lax_sort, merge_by_key, merge indices"
 
 
 def check_export(x: np.ndarray, mesh: Any) -> None:

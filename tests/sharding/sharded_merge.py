@@ -62,20 +62,21 @@ def sorted_pair(rng: np.random.Generator, dtype: Any, n: int, pattern: str) -> t
             np.asarray(b)[np.asarray(order(local0(b), stable=True))])
 
 
-def check_merge(a: np.ndarray, b: np.ndarray, mesh: Any, how: str, descending: bool = False
-                ) -> str:
-    """merge(a, b, return_indices=True) split over the mesh (how: jit / eager / shard_map):
-    the single-device result bit for bit, split as a."""
+def check_merge(a: np.ndarray, b: np.ndarray, mesh: Any, how: str, descending: bool = False,
+                names: Any = "d") -> str:
+    """merge(a, b, return_indices=True) split over the mesh axes `names` (how: jit / eager /
+    shard_map): the single-device result bit for bit, split as a."""
     if descending:
         a, b = a[::-1].copy(), b[::-1].copy()
     fn = functools.partial(jmp.merge, return_indices=True, descending=descending)
-    xa, xb = put(mesh, P("d"), a, b)
+    spec = P(names)
+    xa, xb = put(mesh, spec, a, b)
     if how == "shard_map":
-        got = jax.jit(jax.shard_map(functools.partial(fn, axis_name="d"), mesh=mesh,
-                                    in_specs=(P("d"), P("d")), out_specs=P("d")))(xa, xb)
+        got = jax.jit(jax.shard_map(functools.partial(fn, axis_name=names), mesh=mesh,
+                                    in_specs=(spec, spec), out_specs=spec))(xa, xb)
     else:
         got = (jax.jit(fn) if how == "jit" else fn)(xa, xb)
-        assert_sharding(got, NamedSharding(mesh, P("d")))
+        assert_sharding(got, NamedSharding(mesh, spec))
     assert_same(got, fn(local0(a), local0(b)), "merge")
     return f"{a.dtype} {len(a)} + {len(b)}"
 
@@ -112,9 +113,12 @@ def check_traffic(a: np.ndarray, b: np.ndarray, mesh: Any, bound: bool) -> str:
             f"(chunk {chunk}, largest collective {max((s for _, s in sizes), default=0)})")
 
 
-def check_family(rng: np.random.Generator, mesh: Any, n: int, how: str) -> str:
+def check_family(rng: np.random.Generator, mesh: Any, n: int, how: str, names: Any = "d"
+                 ) -> str:
     """merge_by_key (a pytree of values, trailing dims), merge_runs, co_rank, is_sorted and
-    searchsorted split over the mesh (how: jit / shard_map), against one device."""
+    searchsorted split over the mesh axes `names` (how: jit / eager / shard_map), against one
+    device."""
+    spec = P(names)
     a, b = sorted_pair(rng, np.float32, n, "ties3")
     va = {"p": rng.standard_normal((len(a), 3)).astype(np.float32),
           "i": np.arange(len(a), dtype=np.int32)}
@@ -135,18 +139,36 @@ def check_family(rng: np.random.Generator, mesh: Any, n: int, how: str) -> str:
     }
     for name, (fn, args) in calls.items():
         want = fn(*jax.tree.map(local0, args))
-        if how == "jit":
+        if how in ("jit", "eager"):  # (eager: the queries and merge_runs' split not placed)
             replicated = name in ("co_rank", "searchsorted")  # (the queries: k, v)
             placed = [y if replicated and y is args[0 if name == "co_rank" else 1]
-                      else jax.tree.map(lambda z: put(mesh, P("d"), z)[0], y) for y in args]
-            got = jax.jit(fn)(*placed)
+                      else jax.tree.map(lambda z: put(mesh, spec, z)[0], y) for y in args]
+            got = (jax.jit(fn) if how == "jit" else fn)(*placed)
         else:
-            placed = jax.tree.map(lambda z: put(mesh, P("d"), z)[0], args)
-            out = P() if name == "is_sorted" else P("d")
-            got = jax.jit(jax.shard_map(functools.partial(fn, axis_name="d"), mesh=mesh,
-                                        in_specs=P("d"), out_specs=out))(*placed)
+            placed = jax.tree.map(lambda z: put(mesh, spec, z)[0], args)
+            out = P() if name == "is_sorted" else spec
+            got = jax.jit(jax.shard_map(functools.partial(fn, axis_name=names), mesh=mesh,
+                                        in_specs=spec, out_specs=out))(*placed)
         assert_same(got, want, name)
     return ", ".join(calls)
+
+
+def check_replicated_queries(rng: np.random.Generator, mesh: Any, n: int) -> str:
+    """Inside a user's shard_map, queries the same on every device (in_specs P()): one answer,
+    typed invariant, so it may leave replicated (out_specs P())."""
+    a, b = sorted_pair(rng, np.float32, n, "ties3")
+    k = rng.integers(-2, len(a) + len(b) + 3, 5).astype(np.int32)
+    v = rng.standard_normal(7).astype(np.float32)
+    xa, xb = put(mesh, P("d"), a, b)
+    search = jax.jit(jax.shard_map(
+        lambda a, v: jmp.searchsorted(a, v, side="right", axis_name="d"), mesh=mesh,
+        in_specs=(P("d"), P()), out_specs=P()))
+    assert_same(search(xa, v), jmp.searchsorted(local0(a), local0(v), side="right"),
+                "searchsorted")
+    co_rank = jax.jit(jax.shard_map(lambda k, a, b: jmp.co_rank(k, a, b, axis_name="d"),
+                                    mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P()))
+    assert_same(co_rank(k, xa, xb), jmp.co_rank(local0(k), local0(a), local0(b)), "co_rank")
+    return "searchsorted, co_rank"
 
 
 def check_grad(rng: np.random.Generator, mesh: Any, n: int) -> str:
@@ -189,10 +211,23 @@ def main() -> int:
     low = np.arange(G * 2**12, dtype=np.float32)
     case("traffic: a below b (adversarial)",
          lambda: check_traffic(low, low[: G * 2**11] + G * 2**12, mesh, False))
-    for how in ["jit", "shard_map"]:
+    for how in ["jit", "eager", "shard_map"]:
         case(f"merge family and queries {how}", lambda how=how: check_family(rng, mesh, n, how),
              quick=core)
+    case("queries replicated in shard_map", lambda: check_replicated_queries(rng, mesh, n),
+         quick=core)
     case("grad and jvp of a merge", lambda: check_grad(rng, mesh, n), quick=core)
+    # the split axis over both axes of a 2 x 4 mesh, in the other order than the mesh's (the
+    # shards in ('d', 'r') order; jax's ppermute numbers devices in the mesh's: Axes.permute)
+    mesh2 = jax.make_mesh((2, G // 2), ("r", "d"))
+    a, b = sorted_pair(rng, np.float32, n, "mixed")
+    for how in ["jit", "eager", "shard_map"]:
+        case(f"merge P(('d', 'r')) on a 2x4 mesh {how}", lambda how=how: check_merge(
+            a, b, mesh2, how, names=("d", "r")), quick=core and how == "shard_map")
+    for how in ["jit", "shard_map"]:
+        case(f"merge family and queries P(('d', 'r')) on a 2x4 mesh {how}",
+             lambda how=how: check_family(rng, mesh2, n, how, names=("d", "r")),
+             quick=core and how == "jit")
     return finish()
 
 

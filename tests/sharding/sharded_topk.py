@@ -163,20 +163,21 @@ def check_auto_transforms(rng):
          jmp.top_k_by_key(keys, payload, 50, largest=False), "top_k_by_key")
 
 
-def check_by_key(mesh, rng):
+def check_by_key(mesh, rng, k=50):
     n = G * 64
     keys = random_keys(rng, np.float32, (n,), "few")
     payload = {"pos": rng.standard_normal((n, 3)).astype(np.float32),
                "id": np.arange(n, dtype=np.int32)}
     f = jax.jit(jax.shard_map(
-        lambda k, p: jmp.top_k_by_key(k, p, 50, largest=False, axis_name="d"), mesh=mesh,
+        lambda k_, p: jmp.top_k_by_key(k_, p, k, largest=False, axis_name="d"), mesh=mesh,
         in_specs=(P("d"), P("d")), out_specs=(P(), P())))
     put = [jax.device_put(a, NamedSharding(mesh, P("d"))) for a in (keys, payload)]
     got = f(*put)
-    want = jmp.top_k_by_key(keys, payload, 50, largest=False)
+    want = jmp.top_k_by_key(keys, payload, k, largest=False)
     same(got, want, "shard_map top_k_by_key")
-    same(jax.jit(lambda k, p: jmp.top_k_by_key(k, p, 50, largest=False))(*put), want,
+    same(jax.jit(lambda k_, p: jmp.top_k_by_key(k_, p, k, largest=False))(*put), want,
          "explicit top_k_by_key")
+    same(jmp.top_k_by_key(*put, k, largest=False), want, "eager top_k_by_key")
 
 
 def check_grad(mesh, rng):
@@ -190,6 +191,27 @@ def check_grad(mesh, rng):
     f = jax.shard_map(lambda x: (jmp.top_k(x, 20, axis_name="d")[0] * w).sum(), mesh=mesh,
                       in_specs=P("d"), out_specs=P())
     same(jax.jit(jax.grad(f))(xs), want, "grad, shard_map")
+
+
+def check_grad_rows(mesh2, rng):
+    """grad of top_k with the rows split over a second mesh axis (explicit axes, jit), and of a
+    per-device top_k of each device's rows inside a user's shard_map: the outputs vary with the
+    rows, so no cotangent is summed over the devices."""
+    x = (rng.permutation(2 * 32) * 0.5).astype(np.float32).reshape(2, 32)
+    w = rng.standard_normal((2, 3)).astype(np.float32)
+    want = jax.grad(lambda x: (jax.lax.top_k(x, 3)[0] * w).sum())(x)
+    xs, ws = (jax.device_put(a, NamedSharding(mesh2, s))
+              for a, s in ((x, P("r", "d")), (w, P("r", None))))
+    got = jax.jit(jax.grad(lambda x, w: (jmp.top_k(x, 3)[0] * w).sum()))(xs, ws)
+    same(got, want, "grad, rows on a second axis")
+    x4 = x.reshape(8, 8)  # a row of 8 keys a device
+    w4 = rng.standard_normal((8, 3)).astype(np.float32)
+    want = jax.grad(lambda x: (jax.lax.top_k(x, 3)[0] * w4).sum())(x4)
+    f = jax.shard_map(lambda x, w: (jmp.top_k(x, 3)[0] * w).sum(keepdims=True)[0],
+                      mesh=mesh2, in_specs=(P(("r", "d")), P(("r", "d"))),
+                      out_specs=P(("r", "d")))
+    put = [jax.device_put(a, NamedSharding(mesh2, P(("r", "d")))) for a in (x4, w4)]
+    same(jax.jit(jax.grad(lambda x, w: f(x, w).sum()))(*put), want, "grad, per-device rows")
 
 
 def check_long_index_dtype(mesh):
@@ -241,6 +263,7 @@ def main() -> int:
     x4 = random_keys(rng, np.float32, (G * 8, 3), "random")
     case("axis 0 with trailing rows, jit", lambda: check_jit(mesh, x4, 5, True, P("d"), 0))
     case("top_k_by_key", lambda: check_by_key(mesh, rng))
+    case("top_k_by_key k=0", lambda: check_by_key(mesh, rng, 0))
     xa = random_keys(rng, np.float32, (G * 100,), "random")
     case("auto axes, jit", lambda: check_auto(xa, 17, True))
     if not args.quick:
@@ -250,6 +273,7 @@ def main() -> int:
              lambda: check_auto(x4, 5, False, P("d"), 0))
         case("auto axes, vmap / grad / top_k_by_key", lambda: check_auto_transforms(rng))
     case("grad", lambda: check_grad(mesh, rng))
+    case("grad, rows split", lambda: check_grad_rows(mesh2, rng))
     if args.x64:
         case("int64 global indices past 2**31 keys", lambda: check_long_index_dtype(mesh))
     print(f"{len(failures)} failures", flush=True)
