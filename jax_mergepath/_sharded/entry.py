@@ -49,10 +49,12 @@ def _known_split(arrays: list[jax.Array]):
     known = [s.mesh for s in shardings if s is not None]
     if not known:
         return None
-    # a mesh of devices where an operand has one (eager operands are put on it), else the types'
-    mesh = next((m for m in known if isinstance(m, jax.sharding.Mesh)), known[0])
-    specs = [full_spec(s.spec if s is not None and s.mesh.abstract_mesh == mesh.abstract_mesh
-                       else P(), x.ndim)
+    abstract = known[0].abstract_mesh  # the first known operand's mesh
+    # (as a mesh of devices where an operand has one: eager operands are put on it)
+    mesh = next((m for m in known
+                 if isinstance(m, jax.sharding.Mesh) and m.abstract_mesh == abstract), known[0])
+    specs = [full_spec(s.spec if s is not None and s.mesh.abstract_mesh == abstract else P(),
+                       x.ndim)
              for s, x in zip(shardings, arrays, strict=True)]
     return mesh, specs
 

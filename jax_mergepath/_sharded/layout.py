@@ -6,11 +6,11 @@ Contract: per-device functions take local shards with the split axis LAST (every
 dimension a row; values may have trailing dimensions after it) and an Axes: `name`, the mesh
 axis or axes the split axis runs over (the shards are in axis_index order along them, in any
 order of the mesh's axes), and `mesh_axes`, every mesh axis manual where the code runs, in the
-mesh's order (a loop whose body holds a ppermute runs as many trips on every device of the
-mesh). Collectives along the split axis that pair devices go through Axes.permute. They run
-inside a shard_map (a user's, or the
-explicit-axis entry's) or as the per-device program of a custom_partitioning call (auto.py),
-where collectives over the mesh's axis names work but nothing is typed varying.
+mesh's order, and every name of `name` (a loop whose body holds a ppermute runs as many trips
+on every device of the mesh). Collectives along the split axis that pair devices go through
+Axes.permute. They run inside a shard_map (a user's, or the explicit-axis entry's) or as the
+per-device program of a custom_partitioning call (auto.py), where collectives over the mesh's
+axis names work but nothing is typed varying.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ AxisName = str | tuple[str, ...]
 
 @dataclasses.dataclass(frozen=True)
 class Axes:
-    """The mesh axes of a split axis (name) and every manual mesh axis (mesh_axes, in the mesh's
-    order)."""
+    """The mesh axes of a split axis (name) and every manual mesh axis (mesh_axes: the manual
+    ones in the mesh's order, then any other name of the split axis)."""
 
     name: AxisName
     mesh_axes: tuple[str, ...]
@@ -56,7 +56,8 @@ class Axes:
         the names in mesh order, which both numberings agree on."""
         names = self.names
         in_mesh = tuple(n for n in self.mesh_axes if n in names)
-        if len(names) == 1 or in_mesh == names or len(in_mesh) != len(names):
+        assert len(in_mesh) == len(names), (names, self.mesh_axes)
+        if in_mesh == names:
             return lax.ppermute(x, self.name, list(pairs))
         sizes = {n: lax.psum(1, n) for n in names}
 
@@ -96,8 +97,11 @@ def typed(names: Sequence[str]) -> bool:
 
 def invariant(x: jax.Array, names: Sequence[str]) -> bool:
     """Whether x is typed the same on every device along the mesh axes `names` (inside a
-    shard_map, varying along none of them); False where nothing is typed."""
-    return typed(names) and not (_vma(x) & set(names))
+    shard_map, varying along none of them); False where nothing is typed, and in a shard_map
+    with check_vma=False, where no value carries its varying axes (axis_index's tells)."""
+    names = tuple(names)
+    return (typed(names) and bool(_vma(lax.axis_index(names)))
+            and not (_vma(x) & set(names)))
 
 
 def varying(x: jax.Array, names: Sequence[str]) -> jax.Array:

@@ -55,7 +55,8 @@ def select_local(x, leaves, k, ax, axis_name, largest):
     if k == 0:  # nothing selected, nothing gathered (XLA refuses an all-gather of no elements)
         def empty(a: jax.Array, dt=None) -> jax.Array:
             shape = (*a.shape[:ax], 0, *a.shape[ax + 1:])
-            return with_weak_type(jnp.zeros(shape, dt or a.dtype), dt is None and a.weak_type)
+            dtype = a.dtype if dt is None else dt
+            return with_weak_type(jnp.zeros(shape, dtype), dt is None and a.weak_type)
 
         return empty(x), empty(x, dtype), [empty(leaf) for leaf in leaves]
     kl = min(k, n)

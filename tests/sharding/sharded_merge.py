@@ -168,7 +168,53 @@ def check_replicated_queries(rng: np.random.Generator, mesh: Any, n: int) -> str
     co_rank = jax.jit(jax.shard_map(lambda k, a, b: jmp.co_rank(k, a, b, axis_name="d"),
                                     mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P()))
     assert_same(co_rank(k, xa, xb), jmp.co_rank(local0(k), local0(a), local0(b)), "co_rank")
-    return "searchsorted, co_rank"
+    # check_vma=False: no value carries its varying axes, so queries are taken as each device's
+    # own, as the contract says (split here: every device different ones)
+    kq = rng.integers(-2, len(a) + len(b) + 3, 2 * G).astype(np.int32)
+    vq = rng.standard_normal(3 * G).astype(np.float32)
+    loose = jax.jit(jax.shard_map(
+        lambda a, v, k, b: (jmp.searchsorted(a, v, axis_name="d"),
+                            jmp.co_rank(k, a, b, axis_name="d")),
+        mesh=mesh, in_specs=P("d"), out_specs=P("d"), check_vma=False))
+    got = loose(*put(mesh, P("d"), a, vq, kq, b))
+    assert_same(got, (jmp.searchsorted(local0(a), local0(vq)),
+                      jmp.co_rank(local0(kq), local0(a), local0(b))), "check_vma=False")
+    return "searchsorted, co_rank; split queries with check_vma=False"
+
+
+def check_is_sorted_boundaries(rng: np.random.Generator, mesh: Any, names: Any) -> str:
+    """is_sorted split over the mesh axes `names` (jit, shard_map): a sorted array, and one out of
+    order only across each shard boundary in turn (each shard itself sorted)."""
+    x = np.sort(rng.standard_normal(G * 16)).astype(np.float32)
+    spec = P(names)
+    smap = jax.jit(jax.shard_map(lambda x: jmp.is_sorted(x, axis_name=names), mesh=mesh,
+                                 in_specs=spec, out_specs=P()))
+    cases = [x] + [np.concatenate([x[: 16 * s], x[16 * s:] - 100]) for s in range(1, G)]
+    for y in cases:
+        want = bool(jmp.is_sorted(local0(y)))
+        placed = put(mesh, spec, y)[0]
+        got = (bool(jax.jit(jmp.is_sorted)(placed)), bool(smap(placed)))
+        assert got == (want, want), (got, want)
+    return f"sorted, and out of order at each of {G - 1} boundaries"
+
+
+def check_closed_over_queries(rng: np.random.Generator, mesh: Any) -> str:
+    """Under jit, `a` split on explicit axes and queries closed over, concrete, replicated on an
+    auto-axes mesh of the same devices: the search runs split (no all-gather of `a`), its
+    answer on a's mesh."""
+    a = np.sort(rng.standard_normal(G * 64)).astype(np.float32)
+    v = rng.standard_normal(16).astype(np.float32)
+    auto = jax.sharding.Mesh(np.array(jax.devices()[:G]), ("d",))
+    va = jax.device_put(v, NamedSharding(auto, P()))
+    (xa,) = put(mesh, P("d"), a)
+    f = jax.jit(lambda x: jmp.searchsorted(x, va))
+    got = f(xa)
+    assert_same(got, jmp.searchsorted(local0(a), local0(v)), "searchsorted")
+    assert_sharding(got, NamedSharding(mesh, P()))
+    text = f.lower(xa).compile().as_text()
+    gathers = collective_sizes(text, ANY_COLLECTIVE)
+    assert not [s for op, s in gathers if op == "all-gather" and s >= len(a)], gathers
+    return "split search, the answer on a's mesh"
 
 
 def check_grad(rng: np.random.Generator, mesh: Any, n: int) -> str:
@@ -216,6 +262,8 @@ def main() -> int:
              quick=core)
     case("queries replicated in shard_map", lambda: check_replicated_queries(rng, mesh, n),
          quick=core)
+    case("queries closed over on an auto mesh, under jit",
+         lambda: check_closed_over_queries(rng, mesh))
     case("grad and jvp of a merge", lambda: check_grad(rng, mesh, n), quick=core)
     # the split axis over both axes of a 2 x 4 mesh, in the other order than the mesh's (the
     # shards in ('d', 'r') order; jax's ppermute numbers devices in the mesh's: Axes.permute)
@@ -224,6 +272,8 @@ def main() -> int:
     for how in ["jit", "eager", "shard_map"]:
         case(f"merge P(('d', 'r')) on a 2x4 mesh {how}", lambda how=how: check_merge(
             a, b, mesh2, how, names=("d", "r")), quick=core and how == "shard_map")
+    case("is_sorted P(('d', 'r')) on a 2x4 mesh, shard boundaries",
+         lambda: check_is_sorted_boundaries(rng, mesh2, ("d", "r")), quick=core)
     for how in ["jit", "shard_map"]:
         case(f"merge family and queries P(('d', 'r')) on a 2x4 mesh {how}",
              lambda how=how: check_family(rng, mesh2, n, how, names=("d", "r")),
