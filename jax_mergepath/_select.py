@@ -104,7 +104,7 @@ def top_k(
     axis: int = -1,
     largest: bool = True,
     axis_name: AxisName | None = None,
-) -> tuple[jax.Array, jax.Array]:
+) -> list[jax.Array]:
     """The ``k`` largest entries along ``axis`` and their indices: a drop-in for
     ``jax.lax.top_k``, with its results bit for bit.
 
@@ -137,9 +137,9 @@ def top_k(
             selected across the devices by itself.
 
     Returns:
-        ``(values, indices)``, shaped like ``operand`` with ``k`` along ``axis``: values of the
-        operand's dtype and weak type, int32 indices (int64 for a sharded axis of more than
-        2**31 keys, with ``jax_enable_x64``).
+        ``[values, indices]`` (a list, as ``lax.top_k``'s), shaped like ``operand`` with ``k``
+        along ``axis``: values of the operand's dtype and weak type, int32 indices (int64 for
+        a sharded axis of more than 2**31 keys, with ``jax_enable_x64``).
 
     Raises:
         TypeError: a non-key dtype, a 0-d operand, ``k`` or ``axis`` not an int or traced,
@@ -152,6 +152,8 @@ def top_k(
         >>> values, indices = jmp.top_k(jnp.array([9.0, 3.0, 6.0, 4.0, 10.0]), 3)
         >>> values, indices
         (Array([10.,  9.,  6.], dtype=float32), Array([4, 0, 2], dtype=int32))
+        >>> type(jmp.top_k(jnp.array([1.0, 2.0]), 1))  # as lax.top_k's
+        <class 'list'>
         >>> jmp.top_k(jnp.array([[3, 1, 2], [5, 5, 4]]), 2, largest=False)[1]
         Array([[1, 2],
                [2, 0]], dtype=int32)
@@ -160,7 +162,7 @@ def top_k(
     x = _operand(operand, "operand", op)
     ax = normalize_axis(axis, x.ndim, "operand", op)
     values, idx, _ = _top_k(x, k, ax, _largest(largest, op), axis_name, op)
-    return values, idx
+    return [values, idx]
 
 
 def top_k_by_key(

@@ -152,6 +152,14 @@ def test_values_keep_weak_types():
     assert (jmp.top_k(x, 2)[0] + bf16).dtype == (lax.top_k(x, 2)[0] + bf16).dtype
 
 
+def test_returns_a_list_as_lax():
+    """lax.top_k returns a list: ours too, so the two mix in lax.cond branches or scan carries."""
+    x = jnp.arange(6.0)
+    assert type(jmp.top_k(x, 2)) is type(lax.top_k(x, 2)) is list
+    assert type(jax.jit(lambda x: jmp.top_k(x, 2))(x)) is list
+    jax.lax.cond(True, lambda x: jmp.top_k(x, 2), lambda x: lax.top_k(x, 2), x)
+
+
 def test_sub_byte_and_x64_off_indices_are_int32(rng):
     x = jnp.asarray(np.arange(-8, 8)).astype(jnp.int4)
     v, i = jmp.top_k(x, 3)
