@@ -18,20 +18,14 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.custom_derivatives import SymbolicZero, linear_call
 
-from jax_mergepath._sharded.layout import Axes, varying_as
+from jax_mergepath._sharded.layout import Axes, float0_zeros
 from jax_mergepath._sharded.sort import sort_local
 
 
 def _inexact(x: jax.Array) -> bool:
     return jnp.issubdtype(x.dtype, jnp.inexact)
-
-
-def _float0(x: jax.Array) -> jax.Array:
-    """x's zero tangent (an integer x's), typed varying as x (custom_jvp checks the types)."""
-    return varying_as(np.zeros(x.shape, jax.dtypes.float0), x)
 
 
 def given(tangent) -> bool:
@@ -65,12 +59,12 @@ def permutation(run: Callable, move: Callable, back: Callable, arrays: list[jax.
         got = linear_call(lambda res, ts: move(res[0], res[1], ts, diff, present),
                           lambda res, cts: back(res[0], res[1], cts, diff, present),
                           (arrays, source), ins) if diff else []
-        out_tans = [jnp.zeros_like(o) if _inexact(o) else _float0(o) for o in outs]
+        out_tans = [jnp.zeros_like(o) if _inexact(o) else float0_zeros(o) for o in outs]
         for j, t in zip(diff, got, strict=True):
             out_tans[j] = t
         primal_out = [*outs, source] if positions else outs
         if positions:
-            out_tans.append(_float0(source))
+            out_tans.append(float0_zeros(source))
         return primal_out, out_tans
 
     return f(arrays)

@@ -1,6 +1,6 @@
 """Where a sharded call runs: the mesh axes its axis is split over (Axes), the typing helpers of
-per-device code (varying, mesh_max), global positions, rows (on_rows), and reading an array's
-split from its sharding.
+per-device code (varying, float0_zeros, mesh_max), global positions, rows (on_rows), and reading
+an array's split from its sharding.
 
 Contract: per-device functions take local shards with the split axis LAST (every leading
 dimension a row; values may have trailing dimensions after it) and an Axes: `name`, the mesh
@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jax_mergepath._dtypes import index_dtype
@@ -127,6 +128,12 @@ def varying_as(x: jax.Array, *likes: jax.Array) -> jax.Array:
     carry that the loop fills with them)."""
     names = frozenset().union(*(_vma(like) for like in likes))
     return varying(x, sorted(names))
+
+
+def float0_zeros(x: jax.Array) -> jax.Array:
+    """The zero tangent or cotangent of an integer x (float0), typed varying as x (custom_jvp
+    and custom_vjp check the types inside shard_map)."""
+    return varying_as(np.zeros(x.shape, jax.dtypes.float0), x)
 
 
 def mesh_max(x: jax.Array, axes: Axes) -> jax.Array:

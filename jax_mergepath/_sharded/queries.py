@@ -38,13 +38,19 @@ def _mine(x: jax.Array, q: int, axes: Axes) -> jax.Array:
     return lax.dynamic_slice_in_dim(x, axes.index() * q, q, axis=x.ndim - 1)
 
 
+def _own_queries(queries: jax.Array, axes: Axes, queries_split: bool) -> bool:
+    """Whether the queries are each device's own (split along the axis): as the call says,
+    unless typed the same on every device along it (then one answer, typed invariant)."""
+    return queries_split and not invariant(queries, axes.names)
+
+
 def searchsorted_local(a: jax.Array, v: jax.Array, axes: Axes, *, right: bool,
                        queries_split: bool, op: str) -> jax.Array:
     """For each query of v, how many elements of its row of the whole a precede it (right: do
     not follow it), in search_index_dtype of the whole row: the sum over the shards."""
     g = axes.size()
     dtype = search_index_dtype(g * a.shape[-1])
-    if not queries_split or invariant(v, axes.names):  # (one answer: typed invariant too)
+    if not _own_queries(v, axes, queries_split):
         counts = searchsorted_rows(a, v, right=right, sorted_v=False, op=op)
         return lax.psum(counts.astype(dtype), axes.name)
     q = v.shape[-1]
@@ -58,7 +64,7 @@ def co_rank_local(k: jax.Array, a: jax.Array, b: jax.Array, axes: Axes, *, desce
     """For each output position k of the merge of the whole a and b (clamped to [0, m + n]),
     how many elements of a are among the first k, in index_dtype(m + n)."""
     del op
-    queries_split = queries_split and not invariant(k, axes.names)
+    queries_split = _own_queries(k, axes, queries_split)
     g = axes.size()
     m, n = a.shape[-1], b.shape[-1]
     dtype = index_dtype(g * (m + n))

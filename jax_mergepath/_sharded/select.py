@@ -22,7 +22,14 @@ from jax import lax
 from jax_mergepath._bits import from_bits, gather_along, moveaxis_bits, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
 from jax_mergepath._select_dispatch import top_k_rows
-from jax_mergepath._sharded.layout import AxisName, names_of, typed, varying, varying_as
+from jax_mergepath._sharded.layout import (
+    AxisName,
+    float0_zeros,
+    names_of,
+    typed,
+    varying,
+    varying_as,
+)
 
 
 def global_index_dtype(length: int) -> np.dtype:
@@ -103,7 +110,7 @@ def topk_shards(x, leaves, k, ax, axis_name, largest):
     def local_cotangent(a, where, ct):
         """ct (shaped like the selection) added at the selected places `where` of a zero a."""
         if not jnp.issubdtype(a.dtype, jnp.inexact):
-            return np.zeros(a.shape, jax.dtypes.float0)
+            return float0_zeros(a)
         # (typed varying as a: over axis_name, and over the axes its rows are split on)
         return varying_as(_scatter_add_along(a, where, ct.astype(a.dtype), ax), a)
 

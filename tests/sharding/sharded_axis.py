@@ -429,27 +429,24 @@ def check_grad_integer_outputs(rng: np.random.Generator, mesh: Any, n: int) -> s
     v = rng.standard_normal(G * n).astype(np.float32)
     w = rng.standard_normal(G * n).astype(np.float32)
     a, b = np.sort(k[: G * n // 2]), np.sort(k[G * n // 2:])
-    kw: dict[str, Any] = {}
 
-    def sort_by_int_key(v, w, k):
+    def sort_by_int_key(v, w, k, **kw):
         return jnp.sum(jmp.sort_by_key(k, v, **kw)[1] * w)
 
-    def int_leaf(v, w, k):
+    def int_leaf(v, w, k, **kw):
         _, out = jmp.sort_by_key(v, {"v": v, "id": k}, **kw)
         return jnp.sum(out["v"] * w)
 
-    def lax_sort_int_key(v, w, k):
+    def lax_sort_int_key(v, w, k, **kw):
         return jnp.sum(jmp.lax_sort((k, v), num_keys=1, **kw)[1] * w)
 
-    losses = [sort_by_int_key, int_leaf, lax_sort_int_key]
-    for loss in losses:
+    for loss in [sort_by_int_key, int_leaf, lax_sort_int_key]:
         want = jax.grad(loss)(*map(local0, (v, w, k)))
         got = jax.jit(jax.grad(loss))(*put(mesh, P("d"), v, w, k))
         assert_same(got, want, f"{loss.__name__}, explicit")
-        kw["axis_name"] = "d"
-        f = jax.shard_map(jax.grad(loss), mesh=mesh, in_specs=P("d"), out_specs=P("d"))
+        f = jax.shard_map(jax.grad(functools.partial(loss, axis_name="d")), mesh=mesh,
+                          in_specs=P("d"), out_specs=P("d"))
         assert_same(jax.jit(f)(*put(mesh, P("d"), v, w, k)), want, f"{loss.__name__}, shard_map")
-        kw.clear()
     # the merges: a, b sorted and split (merge_by_key of integer keys; merge with indices)
     va, vb = v[: len(a)], v[len(a):]
     want = jax.grad(lambda x, y: jnp.sum(jmp.merge_by_key(a, b, x, y)[1] * w),
