@@ -11,7 +11,10 @@ the radix path can run) against the fastest JAX spelling (`jnp.sort`; argsort
 (what every variant's step also pays). The median of `--rounds` alternating rounds of whole
 scans, a time a step:
 
-    python -m perf.scan_loop [--steps 100] [--rounds 7] [--log2 10 12 ...] [--json PATH]
+    python -m perf.scan_loop [--steps 100] [--rounds 7] [--log2 10 12 ...] [--json PATH] [--kernel]
+
+With --kernel each variant's kernel time a step from a profiler trace is printed under its line
+(busy time, and its largest kernels): what a step's time less its kernels' is gaps and launches.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from jax import lax
 
 import jax_mergepath as jmp
 from jax_mergepath import _cpu
-from perf.sort_grid import compiled, per_call
+from perf.sort_grid import compiled, kernel_busy, per_call
 
 LOG2 = [10, 12, 14, 16, 17, 18, 19, 20]
 DTYPES = ["float32", "int32"]
@@ -76,7 +79,19 @@ def scan_fn(op: str, dtype: str, who: str, steps: int) -> Callable:
     return run
 
 
-def run_cell(op: str, dtype: str, log2: int, steps: int, rounds: int) -> dict:
+def kernel_times(variants: dict[str, Callable], x: jax.Array, steps: int) -> dict:
+    """Each variant's kernel busy time a step (us) and its six largest kernels', from a trace."""
+    out = {}
+    for k, f in variants.items():
+        busy, top = kernel_busy(f, (x,), repeats=3)
+        if top:
+            out[k] = {"busy": busy * 1e6 / steps,
+                      "top": {n: s * 1e6 / steps for n, s in top.items()}}
+    return out
+
+
+def run_cell(op: str, dtype: str, log2: int, steps: int, rounds: int,
+             kernel: bool = False) -> dict:
     n = 1 << log2
     x = jax.random.bits(jax.random.key(log2), (n,), jnp.uint32)
     payload = 0 if op == "sort" else 4
@@ -101,7 +116,8 @@ def run_cell(op: str, dtype: str, log2: int, steps: int, rounds: int) -> dict:
     t["auto"] = t[dispatched]
     return {"op": op, "dtype": dtype, "log2": log2, "dispatched": dispatched, "agree": agree,
             "us_a_step": {k: v * 1e6 for k, v in t.items()},
-            "vs_xla": t["xla"] / t["auto"]}
+            "vs_xla": t["xla"] / t["auto"],
+            "kernel_us_a_step": kernel_times(variants, x, steps) if kernel else {}}
 
 
 def main() -> None:
@@ -112,6 +128,7 @@ def main() -> None:
     ap.add_argument("--dtype", nargs="*", default=DTYPES)
     ap.add_argument("--op", nargs="*", default=OPS)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--kernel", action="store_true", help="kernel times from a profiler trace")
     a = ap.parse_args()
     print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}, {a.steps} steps a scan, "
           f"median of {a.rounds} rounds, us a step (the hash alone beside)")
@@ -121,13 +138,16 @@ def main() -> None:
     for op in a.op:
         for dtype in a.dtype:
             for log2 in a.log2:
-                c = run_cell(op, dtype, log2, a.steps, a.rounds)
+                c = run_cell(op, dtype, log2, a.steps, a.rounds, a.kernel)
                 u = c["us_a_step"]
                 radix = f"{u['radix']:8.2f}" if "radix" in u else " " * 8
                 flag = "" if c["agree"] else "  DISAGREE"
                 print(f"  {op:15s} {dtype:8s} {f'2^{log2}':>8s} {u['hash']:7.2f} "
                       f"{u['xla']:8.2f} {u['merge']:8.2f} {radix} {c['dispatched']:>6s} "
                       f"{c['vs_xla']:6.2f}x{flag}", flush=True)
+                for k, kt in c["kernel_us_a_step"].items():
+                    top = ", ".join(f"{n[:40]} {us:.1f}" for n, us in kt["top"].items())
+                    print(f"    kernel {k}: {kt['busy']:.1f} us a step ({top})", flush=True)
                 done.append(c)
     if a.json:
         with open(a.json, "w") as f:

@@ -172,15 +172,22 @@ class _Traced:  # what perf.bench.trace.traced runs
     est_s: float = 0.0
 
 
-def kernel_times(cell: Cell, variants: dict[str, Callable], args: tuple, repeats: int = 5) -> None:
-    platform = jax.devices()[0].platform
+def kernel_busy(f: Callable, args: tuple, repeats: int = 5) -> tuple[float, dict[str, float]]:
+    """f's kernel busy seconds a call and its six largest kernels' (name -> seconds a call), from
+    a profiler trace of `repeats` blocked calls ((0, {}) where no trace came)."""
+    found = traced([_Traced(f, args)], repeats, jax.devices()[0].platform, set(), all_events=True)
+    if None not in found:
+        return 0.0, {}
+    busy, names = found[None]
+    top = sorted(names.items(), key=lambda kv: -kv[1])[:6]
+    return busy / repeats / 1e9, {name: ns / repeats / 1e9 for name, ns in top}
+
+
+def kernel_times(cell: Cell, variants: dict[str, Callable], args: tuple) -> None:
     for k, f in variants.items():
-        found = traced([_Traced(f, args)], repeats, platform, set(), all_events=True)
-        if None in found:
-            busy, names = found[None]
-            cell.kernel[k] = busy / repeats / 1e9
-            top = sorted(names.items(), key=lambda kv: -kv[1])[:6]
-            cell.events[k] = {name: ns / repeats / 1e9 for name, ns in top}
+        busy, top = kernel_busy(f, args)
+        if top:
+            cell.kernel[k], cell.events[k] = busy, top
 
 
 def run_cell(cell: Cell, rounds: int, target_s: float, kernel: bool = False,
