@@ -154,8 +154,8 @@ def _exchange_chunks(stream: Stream, outs: list[jax.Array], axes: Axes, g: int, 
 
     outs = all_to_all_round(0, outs, masked=False)
     if n < RING_MIN_SHARD:
-        rounds = lax.pmax((jnp.max(stream.sent).astype(np.int32) + chunk - 1) // chunk,
-                          axes.name)
+        rounds = mesh_max((jnp.max(stream.sent).astype(np.int32) + chunk - 1) // chunk, axes,
+                          over=axes.names)
         outs = lax.fori_loop(1, rounds, lambda r, o: all_to_all_round(r, o, True), outs)
     else:
         outs = ring_rounds([stream], outs, axes, g, chunk, first=1)

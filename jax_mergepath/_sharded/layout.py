@@ -136,13 +136,29 @@ def float0_zeros(x: jax.Array) -> jax.Array:
     return varying_as(np.zeros(x.shape, jax.dtypes.float0), x)
 
 
-def mesh_max(x: jax.Array, axes: Axes) -> jax.Array:
-    """x's maximum over every manual mesh axis: the trip count of a loop whose body holds a
-    ppermute must agree on every device of the mesh, not only along the split axis (XLA's
-    collective permute of one mesh axis is one operation over all the mesh's devices; a 2-D
-    mesh's rows would otherwise wait on each other). x is typed varying over them first (jax
-    0.11 refuses a pmax over an axis along which its input is invariant)."""
-    return lax.pmax(varying(x, axes.mesh_axes), axes.mesh_axes)
+@jax.custom_batching.custom_vmap
+def rows_max(x: jax.Array) -> jax.Array:
+    """x (a loop's trip count) as it is; under vmap (on_rows' rows) its maximum over the rows,
+    unbatched: the loop then runs alike for every row (a row that needs fewer rounds runs empty
+    ones), and checkify, which refuses a while loop whose predicate is batched, can check it."""
+    return x
+
+
+@rows_max.def_vmap
+def _rows_max_vmap(axis_size: int, in_batched: list[bool], x: jax.Array):
+    del axis_size
+    return (jnp.max(x, axis=0) if in_batched[0] else x), False
+
+
+def mesh_max(x: jax.Array, axes: Axes, over=None) -> jax.Array:
+    """x's maximum over the rows (rows_max) and every manual mesh axis (or the axes `over`): the
+    trip count of a loop whose body holds a ppermute must agree on every device of the mesh,
+    not only along the split axis (XLA's collective permute of one mesh axis is one operation
+    over all the mesh's devices; a 2-D mesh's rows would otherwise wait on each other). x is
+    typed varying over them first (jax 0.11 refuses a pmax over an axis along which its input is
+    invariant)."""
+    over = axes.mesh_axes if over is None else over
+    return lax.pmax(varying(rows_max(x), over), over)
 
 
 def global_positions(n: int, axes: Axes) -> jax.Array:

@@ -351,6 +351,9 @@ def main() -> int:
         case(f"checked mode shard_map sort {g} devices",
              lambda g=g: check_checked_sort(rng, g), quick=core and g == 2)
     case("checked mode shard_map merge checks the shards", lambda: check_checked_merge(rng))
+    for shard in (2**10, 2**14):  # the all_to_all rounds; the ring rounds (RING_MIN_SHARD)
+        case(f"checkify of shard_map with batch rows, shards of {shard}",
+             lambda shard=shard: check_checkify_rows(rng, shard), quick=core and shard == 2**10)
 
     return finish()
 
@@ -392,6 +395,42 @@ def check_checked_merge(rng: np.random.Generator) -> str:
     assert_same(got, c[np.argsort(c, kind="stable")], "merge")
     assert bad_err.get() is not None and "merge: a is not sorted" in bad_err.get(), bad_err.get()
     return "sorted and unsorted shards"
+
+
+def check_checkify_rows(rng: np.random.Generator, shard: int) -> str:
+    """checkify of a shard_map'd sort and merge of arrays with batch rows (rows of skewed and
+    random keys, so their exchanges need different rounds): the loops' trip counts are one for
+    all rows (checkify refuses a batched while loop); results equal jnp's, and in the checked
+    mode an unsorted row is named."""
+    from jax.experimental import checkify
+
+    mesh = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
+    spec = P(None, "c")
+    x = np.stack([keys(rng, np.float32, G * shard), keys(rng, np.float32, G * shard, "sorted"),
+                  keys(rng, np.float32, G * shard, "two")])
+    a = np.sort(keys(rng, np.float32, (3, G * shard), "ties3"), axis=-1)
+    b = np.sort(keys(rng, np.float32, (3, G * shard)), axis=-1)
+    b[:, :shard] = np.inf  # the first device's pieces of b all go to the last: skewed rounds
+    b.sort(axis=-1)
+    sort = checkify.checkify(jax.jit(jax.shard_map(
+        lambda v: jmp.sort(v, axis=-1, axis_name="c"), mesh=mesh, in_specs=spec,
+        out_specs=spec)))
+    merge = checkify.checkify(jax.jit(jax.shard_map(
+        lambda a, b: jmp.merge(a, b, axis_name="c"), mesh=mesh, in_specs=(spec, spec),
+        out_specs=spec)))
+    err, got = sort(*put(mesh, spec, x))
+    assert err.get() is None, err.get()
+    assert_same(got, jnp.sort(local0(x), axis=-1), "sort")
+    bad = b.copy()
+    bad[1, 3 * shard + 5] = -np.inf  # row 1 of b out of order on device 3
+    with jmp.check_sorted_inputs():
+        err, got = merge(*put(mesh, spec, a, b))
+        bad_err, _ = merge(*put(mesh, spec, a, bad))
+    assert err.get() is None, err.get()
+    c = np.concatenate([a, b], axis=-1)
+    assert_same(got, np.take_along_axis(c, np.argsort(c, axis=-1, kind="stable"), -1), "merge")
+    assert bad_err.get() is not None and "merge: b is not sorted" in bad_err.get(), bad_err.get()
+    return f"3 rows, shards of {shard}"
 
 
 def check_eager(fn: Callable, x: np.ndarray, mesh: Any, spec: P) -> str:
