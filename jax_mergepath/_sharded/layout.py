@@ -176,12 +176,15 @@ def positions_like(keys: jax.Array, axes: Axes) -> jax.Array:
 
 def on_rows(fn: Callable, arrays: Sequence[jax.Array], row_ndim: int) -> list[jax.Array]:
     """fn on 1-d rows: the first row_ndim dimensions of every array are rows (the keys' batch
-    dimensions, mapped by vmap); the split axis follows them, then any trailing dimensions of
+    dimensions, the same in every array), mapped by one vmap over them flattened (so that
+    rows_max sees every row); the split axis follows them, then any trailing dimensions of
     values, which move with the elements."""
-    f = fn
-    for _ in range(row_ndim):
-        f = jax.vmap(f)
-    return list(f(list(arrays)))
+    if row_ndim == 0:
+        return list(fn(list(arrays)))
+    rows = tuple(arrays[0].shape[:row_ndim])
+    assert all(tuple(a.shape[:row_ndim]) == rows for a in arrays), [a.shape for a in arrays]
+    flat = [a.reshape((math.prod(rows), *a.shape[row_ndim:])) for a in arrays]
+    return [out.reshape((*rows, *out.shape[1:])) for out in jax.vmap(fn)(flat)]
 
 
 # ---------------------------------------------------------------- reading the split

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -351,9 +352,11 @@ def main() -> int:
         case(f"checked mode shard_map sort {g} devices",
              lambda g=g: check_checked_sort(rng, g), quick=core and g == 2)
     case("checked mode shard_map merge checks the shards", lambda: check_checked_merge(rng))
-    for shard in (2**10, 2**14):  # the all_to_all rounds; the ring rounds (RING_MIN_SHARD)
-        case(f"checkify of shard_map with batch rows, shards of {shard}",
-             lambda shard=shard: check_checkify_rows(rng, shard), quick=core and shard == 2**10)
+    # the all_to_all rounds, one batch dimension; the ring rounds (RING_MIN_SHARD), two
+    for shard, rows in ((2**10, (3,)), (2**14, (2, 2))):
+        case(f"checkify of shard_map with batch rows {rows}, shards of {shard}",
+             lambda shard=shard, rows=rows: check_checkify_rows(rng, shard, rows),
+             quick=core and shard == 2**10)
 
     return finish()
 
@@ -397,7 +400,7 @@ def check_checked_merge(rng: np.random.Generator) -> str:
     return "sorted and unsorted shards"
 
 
-def check_checkify_rows(rng: np.random.Generator, shard: int) -> str:
+def check_checkify_rows(rng: np.random.Generator, shard: int, rows: tuple[int, ...]) -> str:
     """checkify of a shard_map'd sort and merge of arrays with batch rows (rows of skewed and
     random keys, so their exchanges need different rounds): the loops' trip counts are one for
     all rows (checkify refuses a batched while loop); results equal jnp's, and in the checked
@@ -405,12 +408,13 @@ def check_checkify_rows(rng: np.random.Generator, shard: int) -> str:
     from jax.experimental import checkify
 
     mesh = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
-    spec = P(None, "c")
-    x = np.stack([keys(rng, np.float32, G * shard), keys(rng, np.float32, G * shard, "sorted"),
-                  keys(rng, np.float32, G * shard, "two")])
-    a = np.sort(keys(rng, np.float32, (3, G * shard), "ties3"), axis=-1)
-    b = np.sort(keys(rng, np.float32, (3, G * shard)), axis=-1)
-    b[:, :shard] = np.inf  # the first device's pieces of b all go to the last: skewed rounds
+    spec = P(*[None] * len(rows), "c")
+    patterns = ["mixed", "sorted", "two", "rotated3"]
+    x = np.stack([keys(rng, np.float32, G * shard, patterns[r % 4])
+                  for r in range(math.prod(rows))]).reshape(*rows, G * shard)
+    a = np.sort(keys(rng, np.float32, (*rows, G * shard), "ties3"), axis=-1)
+    b = np.sort(keys(rng, np.float32, (*rows, G * shard)), axis=-1)
+    b[..., 0, :shard] = np.inf  # the first device's pieces of b all go to the last: skewed
     b.sort(axis=-1)
     sort = checkify.checkify(jax.jit(jax.shard_map(
         lambda v: jmp.sort(v, axis=-1, axis_name="c"), mesh=mesh, in_specs=spec,
@@ -422,7 +426,7 @@ def check_checkify_rows(rng: np.random.Generator, shard: int) -> str:
     assert err.get() is None, err.get()
     assert_same(got, jnp.sort(local0(x), axis=-1), "sort")
     bad = b.copy()
-    bad[1, 3 * shard + 5] = -np.inf  # row 1 of b out of order on device 3
+    bad[..., -1, 3 * shard + 5] = -np.inf  # the last rows of b out of order on device 3
     with jmp.check_sorted_inputs():
         err, got = merge(*put(mesh, spec, a, b))
         bad_err, _ = merge(*put(mesh, spec, a, bad))
@@ -430,7 +434,7 @@ def check_checkify_rows(rng: np.random.Generator, shard: int) -> str:
     c = np.concatenate([a, b], axis=-1)
     assert_same(got, np.take_along_axis(c, np.argsort(c, axis=-1, kind="stable"), -1), "merge")
     assert bad_err.get() is not None and "merge: b is not sorted" in bad_err.get(), bad_err.get()
-    return f"3 rows, shards of {shard}"
+    return f"rows {rows}, shards of {shard}"
 
 
 def check_eager(fn: Callable, x: np.ndarray, mesh: Any, spec: P) -> str:
