@@ -138,16 +138,17 @@ def float0_zeros(x: jax.Array) -> jax.Array:
 
 @jax.custom_batching.custom_vmap
 def rows_max(x: jax.Array) -> jax.Array:
-    """x (a loop's trip count) as it is; under vmap (on_rows' rows) its maximum over the rows,
-    unbatched: the loop then runs alike for every row (a row that needs fewer rounds runs empty
-    ones), and checkify, which refuses a while loop whose predicate is batched, can check it."""
+    """x (a loop's trip count, >= 0) as it is; under vmap (on_rows' rows) its maximum over the
+    rows (0 for none), unbatched: the loop then runs alike for every row (a row that needs fewer
+    rounds runs empty ones), and checkify, which refuses a while loop whose predicate is batched,
+    can check it."""
     return x
 
 
 @rows_max.def_vmap
 def _rows_max_vmap(axis_size: int, in_batched: list[bool], x: jax.Array):
     del axis_size
-    return (jnp.max(x, axis=0) if in_batched[0] else x), False
+    return (jnp.max(x, axis=0, initial=0) if in_batched[0] else x), False
 
 
 def mesh_max(x: jax.Array, axes: Axes, over=None) -> jax.Array:

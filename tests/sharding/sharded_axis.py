@@ -357,6 +357,7 @@ def main() -> int:
         case(f"checkify of shard_map with batch rows {rows}, shards of {shard}",
              lambda shard=shard, rows=rows: check_checkify_rows(rng, shard, rows),
              quick=core and shard == 2**10)
+    case("shard_map with zero batch rows", lambda: check_zero_rows(rng), quick=core)
 
     return finish()
 
@@ -435,6 +436,21 @@ def check_checkify_rows(rng: np.random.Generator, shard: int, rows: tuple[int, .
     assert_same(got, np.take_along_axis(c, np.argsort(c, axis=-1, kind="stable"), -1), "merge")
     assert bad_err.get() is not None and "merge: b is not sorted" in bad_err.get(), bad_err.get()
     return f"rows {rows}, shards of {shard}"
+
+
+def check_zero_rows(rng: np.random.Generator) -> str:
+    """A sort and a merge in a user's shard_map on arrays with a batch dimension of size 0 return
+    empty rows (the exchange's trip count over no rows is 0)."""
+    mesh = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
+    spec = P(None, None, "c")
+    x = keys(rng, np.float32, (2, 0, G * 16))
+    f = jax.jit(jax.shard_map(
+        lambda v: (jmp.argsort(v, axis_name="c"), jmp.merge(v, v, axis_name="c")), mesh=mesh,
+        in_specs=spec, out_specs=(spec, spec)))
+    order, merged = f(*put(mesh, spec, x))
+    assert order.shape == x.shape, order.shape
+    assert merged.shape == (2, 0, 2 * G * 16), merged.shape
+    return "argsort and merge of (2, 0, 128)"
 
 
 def check_eager(fn: Callable, x: np.ndarray, mesh: Any, spec: P) -> str:
