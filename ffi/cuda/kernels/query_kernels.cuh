@@ -47,8 +47,9 @@ __global__ void co_rank_kernel(CoRankCall call, typename Traits::Bits flip) {
 // out-of-order pair (once a row: all writers store the same 0, so the race is benign; flags only
 // go from 1 to 0, and a chunk is skipped only once its row's flag reads 0, so a row whose flag
 // ends 1 had every chunk checked and kept), then calls
-// keep(in_row) (the chunk's first key's position in its row) where the chunk's keys may belong to
-// a row that ends up sorted: the chunk crosses a row end, or lies in one row not known unsorted
+// keep(in_row, key) (the chunk's first key's position in its row, and its keys: kIsSortedChunk
+// of them, those past the array's end unspecified) where the chunk's keys may belong to a row that
+// ends up sorted: the chunk crosses a row end, or lies in one row not known unsorted
 // and has its pairs in order.
 template <typename Traits, typename Keep>
 __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
@@ -102,7 +103,7 @@ __device__ __forceinline__ void check_sorted_chunk(const IsSortedCall& call,
     }
   }
   if (unsorted) call.out[row] = 0;
-  if (!chunk_in_row || !unsorted) keep(first_in_row);
+  if (!chunk_in_row || !unsorted) keep(first_in_row, key);
 }
 
 // Enqueues a row flags' check of `call` (is_sorted_kernel, or the sort's sorted_copy_kernel):
@@ -124,7 +125,7 @@ template <typename Traits>
 __global__ void is_sorted_kernel(IsSortedCall call, typename Traits::Bits flip) {
   grid_prologue();
   const int64_t unit = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  check_sorted_chunk<Traits>(call, flip, unit, [](int64_t) {});
+  check_sorted_chunk<Traits>(call, flip, unit, [](int64_t, const auto&) {});
 }
 
 template <typename Traits>

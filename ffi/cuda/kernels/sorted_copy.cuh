@@ -22,35 +22,50 @@
 
 namespace jax_mergepath {
 
-// Copies the elements [0, n) of a block's span (its kQueryThreads chunks of keys or payload,
-// element j made by make(j)) to `out` where kept_chunk[j / kIsSortedChunk]: 16-byte pieces a
-// thread at a time across the block (coalesced), each piece whole, or element by element at the
-// span's end or where `out` is not 16-byte aligned.
-template <typename T, typename Make>
+// Copies the elements [0, n) of a block's span (its kQueryThreads chunks: keys or payload) to
+// `out` where kept_chunk[j / kIsSortedChunk], in 16-byte pieces a thread at a time across the
+// block (coalesced): piece(q) gives piece q whole (where `aligned` and it lies before n), one(j)
+// element j (at the span's end, or where `out` or the source is not 16-byte aligned).
+template <typename T, typename Piece, typename One>
 __device__ __forceinline__ void copy_kept(T* out, int64_t n, const bool* kept_chunk,
-                                          bool aligned, const Make& make) {
+                                          bool aligned, const Piece& piece, const One& one) {
   constexpr int kPer = 16 / int(sizeof(T));
   constexpr int kPieces = kQueryThreads * kIsSortedChunk / kPer;
   for (int q = static_cast<int>(threadIdx.x); q < kPieces; q += kQueryThreads) {
     const int j0 = q * kPer;
     if (j0 >= n || !kept_chunk[j0 / kIsSortedChunk]) continue;
     if (aligned && j0 + kPer <= n) {
-      uint4 piece;
-      T* items = reinterpret_cast<T*>(&piece);
-#pragma unroll
-      for (int c = 0; c < kPer; ++c) items[c] = make(j0 + c);
-      reinterpret_cast<uint4*>(out + j0)[0] = piece;
+      reinterpret_cast<uint4*>(out)[q] = piece(q);
     } else {
-      for (int j = j0; j < n && j < j0 + kPer; ++j) out[j] = make(j);
+      for (int j = j0; j < n && j < j0 + kPer; ++j) out[j] = one(j);
     }
   }
+}
+
+// A 16-byte piece of T made element by element: make(j) for its elements from j0.
+template <typename T, typename Make>
+__device__ __forceinline__ uint4 make_piece(int j0, const Make& make) {
+  uint4 piece;
+  T* items = reinterpret_cast<T*>(&piece);
+#pragma unroll
+  for (int c = 0; c < 16 / int(sizeof(T)); ++c) items[c] = make(j0 + c);
+  return piece;
+}
+
+// Where a block stages its chunks' keys: piece v of chunk t (kVecs pieces of 16 bytes a chunk)
+// at slot t * kVecs + (v + t / kSpread) % kVecs, so the eight threads of a 16-byte store's phase
+// write eight distinct bank groups, and consecutive pieces (the copy's reads) stay distinct too.
+template <int kVecs>
+__device__ __forceinline__ int stage_slot(int chunk, int v) {
+  constexpr int kSpread = kVecs >= 8 ? 1 : 8 / kVecs;
+  return chunk * kVecs + (v + chunk / kSpread) % kVecs;
 }
 
 // order: the call's keys and row flags (the launcher set the flags first); Value: the payload's
 // element (argsort's int32 positions, the values' bits, or unused). A thread checks a chunk;
 // then the block copies its span's kept chunks (check_sorted_chunk's keep) in coalesced 16-byte
-// pieces: the keys again from the input (the block's span was just read: cached), the positions
-// from each chunk's place in its row, the values from the input.
+// pieces: the keys as the check loaded them (staged in shared memory), the positions from each
+// chunk's place in its row, the values from the input.
 template <typename Traits, PayloadKind kPayload, typename Value>
 __global__ void __launch_bounds__(kQueryThreads)
     sorted_copy_kernel(SortCall call, IsSortedCall order, typename Traits::Bits flip) {
@@ -58,11 +73,18 @@ __global__ void __launch_bounds__(kQueryThreads)
   using Bits = typename Traits::Bits;
   __shared__ bool kept_chunk[kQueryThreads];
   __shared__ int64_t chunk_start[kPayload == PayloadKind::kIndex ? kQueryThreads : 1];
+  constexpr int kPer = 16 / int(sizeof(Bits)), kVecs = kIsSortedChunk / kPer;
+  __shared__ uint4 stage[kQueryThreads * kVecs];
   const int64_t unit = int64_t{blockIdx.x} * kQueryThreads + threadIdx.x;
   bool kept = false;
-  check_sorted_chunk<Traits>(order, flip, unit, [&](int64_t in_row) {
+  check_sorted_chunk<Traits>(order, flip, unit, [&](int64_t in_row, const auto& key) {
     kept = true;
     if constexpr (kPayload == PayloadKind::kIndex) chunk_start[threadIdx.x] = in_row;
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+      stage[stage_slot<kVecs>(threadIdx.x, v)] =
+          make_piece<Bits>(v * kPer, [&](int c) { return key[c]; });
+    }
   });
   kept_chunk[threadIdx.x] = kept;
   if (__syncthreads_or(kept) == 0) return;  // (random rows: no chunk kept)
@@ -71,22 +93,39 @@ __global__ void __launch_bounds__(kQueryThreads)
   const int64_t n = total - base < int64_t{kQueryThreads} * kIsSortedChunk
                         ? total - base
                         : int64_t{kQueryThreads} * kIsSortedChunk;
-  const Bits* keys = static_cast<const Bits*>(call.keys) + base;
   Bits* out_keys = static_cast<Bits*>(call.out_keys) + base;
-  copy_kept(out_keys, n, kept_chunk, aligned16(out_keys), [&](int j) { return __ldg(keys + j); });
+  const Bits* staged = reinterpret_cast<const Bits*>(stage);
+  copy_kept(
+      out_keys, n, kept_chunk, aligned16(out_keys),
+      [&](int q) { return stage[stage_slot<kVecs>(q / kVecs, q % kVecs)]; },
+      [&](int j) {
+        const int q = j / kPer;
+        return staged[stage_slot<kVecs>(q / kVecs, q % kVecs) * kPer + j % kPer];
+      });
   if constexpr (kPayload == PayloadKind::kIndex) {
     Value* out = static_cast<Value*>(call.out_payload) + base;
     // positions in the row, from zero again where a chunk crosses a row end
     const int64_t length = call.length;
-    copy_kept(out, n, kept_chunk, aligned16(out), [&](int j) {
+    auto position = [&](int j) {
       const int64_t start = chunk_start[j / kIsSortedChunk];
       const int64_t p = start + j % kIsSortedChunk;
       return static_cast<Value>(start + kIsSortedChunk <= length ? p : p % length);
-    });
+    };
+    copy_kept(
+        out, n, kept_chunk, aligned16(out),
+        [&](int q) { return make_piece<Value>(q * (16 / int(sizeof(Value))), position); },
+        position);
   } else if constexpr (kPayload == PayloadKind::kValue) {
     Value* out = static_cast<Value*>(call.out_payload) + base;
     const Value* values = static_cast<const Value*>(call.values) + base;
-    copy_kept(out, n, kept_chunk, aligned16(out), [&](int j) { return __ldg(values + j); });
+    copy_kept(
+        out, n, kept_chunk, aligned16(out),
+        [&](int q) {
+          return aligned16(values) ? __ldg(reinterpret_cast<const uint4*>(values) + q)
+                                   : make_piece<Value>(q * (16 / int(sizeof(Value))),
+                                                       [&](int j) { return __ldg(values + j); });
+        },
+        [&](int j) { return __ldg(values + j); });
   }
 }
 
