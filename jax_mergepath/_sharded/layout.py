@@ -138,17 +138,17 @@ def float0_zeros(x: jax.Array) -> jax.Array:
 
 @jax.custom_batching.custom_vmap
 def rows_max(x: jax.Array) -> jax.Array:
-    """x (a loop's trip count, >= 0) as it is; under vmap (on_rows' rows) its maximum over the
-    rows (0 for none), unbatched: the loop then runs alike for every row (a row that needs fewer
-    rounds runs empty ones), and checkify, which refuses a while loop whose predicate is batched,
-    can check it."""
+    """x (a loop's trip count, >= 0) as it is; under vmap (on_rows' rows, a user's vmap, nested
+    ones) its maximum over every vmapped axis (0 for no rows), unbatched: the loop then runs alike
+    for every row (a row that needs fewer rounds runs empty ones), and checkify, which refuses a
+    while loop whose predicate is batched, can check it."""
     return x
 
 
 @rows_max.def_vmap
 def _rows_max_vmap(axis_size: int, in_batched: list[bool], x: jax.Array):
-    del axis_size
-    return (jnp.max(x, axis=0, initial=0) if in_batched[0] else x), False
+    del axis_size  # (rows_max again: an enclosing vmap reduces its own axis too)
+    return rows_max(jnp.max(x, axis=0, initial=0) if in_batched[0] else x), False
 
 
 def mesh_max(x: jax.Array, axes: Axes, over=None) -> jax.Array:
@@ -177,15 +177,12 @@ def positions_like(keys: jax.Array, axes: Axes) -> jax.Array:
 
 def on_rows(fn: Callable, arrays: Sequence[jax.Array], row_ndim: int) -> list[jax.Array]:
     """fn on 1-d rows: the first row_ndim dimensions of every array are rows (the keys' batch
-    dimensions, the same in every array), mapped by one vmap over them flattened (so that
-    rows_max sees every row); the split axis follows them, then any trailing dimensions of
+    dimensions, mapped by vmap); the split axis follows them, then any trailing dimensions of
     values, which move with the elements."""
-    if row_ndim == 0:
-        return list(fn(list(arrays)))
-    rows = tuple(arrays[0].shape[:row_ndim])
-    assert all(tuple(a.shape[:row_ndim]) == rows for a in arrays), [a.shape for a in arrays]
-    flat = [a.reshape((math.prod(rows), *a.shape[row_ndim:])) for a in arrays]
-    return [out.reshape((*rows, *out.shape[1:])) for out in jax.vmap(fn)(flat)]
+    f = fn
+    for _ in range(row_ndim):
+        f = jax.vmap(f)
+    return list(f(list(arrays)))
 
 
 # ---------------------------------------------------------------- reading the split

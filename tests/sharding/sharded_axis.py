@@ -357,6 +357,8 @@ def main() -> int:
         case(f"checkify of shard_map with batch rows {rows}, shards of {shard}",
              lambda shard=shard, rows=rows: check_checkify_rows(rng, shard, rows),
              quick=core and shard == 2**10)
+    case("checkify of a user's vmap of shard_map with batch rows",
+         lambda: check_checkify_user_vmap(rng), quick=core)
     case("shard_map with zero batch rows", lambda: check_zero_rows(rng), quick=core)
 
     return finish()
@@ -436,6 +438,27 @@ def check_checkify_rows(rng: np.random.Generator, shard: int, rows: tuple[int, .
     assert_same(got, np.take_along_axis(c, np.argsort(c, axis=-1, kind="stable"), -1), "merge")
     assert bad_err.get() is not None and "merge: b is not sorted" in bad_err.get(), bad_err.get()
     return f"rows {rows}, shards of {shard}"
+
+
+def check_checkify_user_vmap(rng: np.random.Generator) -> str:
+    """checkify of a user's vmap over a shard_map'd sort of batch rows, and of a user's vmap
+    inside the shard_map: the rows' trip counts are reduced over every vmapped axis."""
+    from jax.experimental import checkify
+
+    mesh = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
+    x = np.stack([keys(rng, np.float32, G * 256, p)
+                  for p in ("mixed", "sorted", "reverse", "two")]).reshape(2, 2, G * 256)
+    sort = functools.partial(jmp.sort, axis=-1, axis_name="c")
+    rows = P(None, "c")
+    outer = checkify.checkify(jax.jit(jax.vmap(jax.shard_map(
+        sort, mesh=mesh, in_specs=rows, out_specs=rows))))
+    inner = checkify.checkify(jax.jit(jax.shard_map(
+        jax.vmap(sort), mesh=mesh, in_specs=P(None, None, "c"), out_specs=P(None, None, "c"))))
+    for f in (outer, inner):
+        err, got = f(x)
+        assert err.get() is None, err.get()
+        assert_same(got, jnp.sort(local0(x), axis=-1), "sort")
+    return "vmap outside and inside the shard_map, rows (2, 2)"
 
 
 def check_zero_rows(rng: np.random.Generator) -> str:
