@@ -27,6 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from jax_mergepath._bits import take_along_bits, to_bits
 from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
@@ -78,9 +79,9 @@ def top_k_rows(x: jax.Array, k: int, *, largest: bool = True) -> tuple[jax.Array
     """(values (*B, k) of x's dtype and weak type, int32 indices (*B, k)): the module docstring's
     top k of every row of x (*B, L), 0 <= k <= L. A row of 2**31 keys (int32 indices still hold
     its positions, the kernels' counts not) runs as XLA's top_k of the order keys."""
-    shape = (*x.shape[:-1], k)
-    if k == 0:
-        return with_weak_type(jnp.zeros(shape, x.dtype), x.weak_type), jnp.zeros(shape, np.int32)
+    if k == 0:  # (slices of x, not constants: under jit they live where x does)
+        none = lax.slice_in_dim(x, 0, 0, axis=x.ndim - 1)
+        return none, lax.slice_in_dim(to_bits(x), 0, 0, axis=x.ndim - 1).astype(np.int32)
     way = _way(x)
     route, strategy = forced_route_value()
     params = {"k": k, "largest": bool(largest), "key_class": int(way.key_class),

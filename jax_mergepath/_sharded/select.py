@@ -20,7 +20,7 @@ import numpy as np
 from jax import lax
 
 from jax_mergepath._bits import from_bits, gather_along, moveaxis_bits, to_bits
-from jax_mergepath._dtypes import INT32_LIMIT, with_weak_type
+from jax_mergepath._dtypes import INT32_LIMIT
 from jax_mergepath._select_dispatch import top_k_rows
 from jax_mergepath._sharded.layout import (
     AxisName,
@@ -61,9 +61,11 @@ def select_local(x, leaves, k, ax, axis_name, largest):
     dtype = global_index_dtype(g * n)
     if k == 0:  # nothing selected, nothing gathered (XLA refuses an all-gather of no elements)
         def empty(a: jax.Array, dt=None) -> jax.Array:
-            shape = (*a.shape[:ax], 0, *a.shape[ax + 1:])
-            dtype = a.dtype if dt is None else dt
-            return with_weak_type(jnp.zeros(shape, dtype), dt is None and a.weak_type)
+            """a's no elements along ax, invariant: a psum of a's empty slice (not a constant,
+            which would leave the shard_map's operands unused and its jit with no devices)."""
+            bits = lax.slice_in_dim(to_bits(a), 0, 0, axis=ax)
+            bits = lax.psum(varying(bits, names_of(axis_name)), axis_name)
+            return bits.astype(dt) if dt is not None else from_bits(bits, a.dtype, a.weak_type)
 
         return empty(x), empty(x, dtype), [empty(leaf) for leaf in leaves]
     kl = min(k, n)

@@ -19,6 +19,7 @@ and (with ``--x64``) int64 global indices past 2**31 keys. Prints ``ok <case>`` 
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import re
 import sys
@@ -163,6 +164,25 @@ def check_auto_transforms(rng):
          jmp.top_k_by_key(keys, payload, 50, largest=False), "top_k_by_key")
 
 
+def check_k0(mesh) -> str:
+    """top_k(x, 0) along a split axis, every key kind, eagerly and under jit on explicit axes
+    and under jit on auto axes: empty results, replicated along the axis (on the mesh, not one
+    device)."""
+    auto = jax.sharding.Mesh(np.array(jax.devices()[:G]), ("d",))
+    for dtype in (np.int32, np.uint8, np.float32):
+        for shape, spec in (((G * 16,), P("d")), ((2, G * 16), P(None, "d"))):
+            x = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+            for m, how in ((mesh, "eager"), (mesh, "jit"), (auto, "jit")):
+                xs = jax.device_put(x, NamedSharding(m, spec))
+                f = functools.partial(jmp.top_k, k=0)
+                got = f(xs) if how == "eager" else jax.jit(f)(xs)
+                same(got, single(x, 0, -1, True), f"{dtype.__name__} {shape} {how}")
+                want = NamedSharding(m, _replicated(spec, x.ndim, -1))
+                for o in got:
+                    assert o.sharding.is_equivalent_to(want, o.ndim), (how, o.sharding)
+    return "int32, uint8, float32; 1-d and rows; explicit eager / jit, auto jit"
+
+
 def check_by_key(mesh, rng, k=50):
     n = G * 64
     keys = random_keys(rng, np.float32, (n,), "few")
@@ -264,6 +284,7 @@ def main() -> int:
     case("axis 0 with trailing rows, jit", lambda: check_jit(mesh, x4, 5, True, P("d"), 0))
     case("top_k_by_key", lambda: check_by_key(mesh, rng))
     case("top_k_by_key k=0", lambda: check_by_key(mesh, rng, 0))
+    case("top_k k=0", lambda: check_k0(mesh))
     xa = random_keys(rng, np.float32, (G * 100,), "random")
     case("auto axes, jit", lambda: check_auto(xa, 17, True))
     if not args.quick:
