@@ -29,6 +29,7 @@ from jax.experimental import checkify
 from jax_mergepath._bits import from_bits, take_along_bits, to_bits
 from jax_mergepath._dtypes import position_dtype
 from jax_mergepath._sharded import Op, call
+from jax_mergepath._sharded.layout import full_spec, typed_sharding
 
 STATE_NAME = "jax_mergepath_check_sorted_inputs"
 
@@ -154,6 +155,11 @@ def _element_at(x: jax.Array, p: jax.Array, pos: jax.Array, axis_name) -> jax.Ar
     """x's element at position p of each row (pos: x's positions), bit for bit, shaped to
     broadcast against x; with axis_name, from the device that holds it."""
     local = p[..., None] - pos[..., :1]
+    if axis_name is None and _split_in_type(x):  # (explicit axes refuse the gather: the sum
+        bits = to_bits(x)                           # of a row's one hit and zeros)
+        hit = jnp.where(pos == p[..., None], bits, jnp.zeros_like(bits))
+        return from_bits(jnp.sum(hit, axis=-1, keepdims=True, dtype=bits.dtype), x.dtype,
+                         x.weak_type)
     if axis_name is None:
         return take_along_bits(x, local, -1)
     d = x.shape[-1]
@@ -161,6 +167,12 @@ def _element_at(x: jax.Array, p: jax.Array, pos: jax.Array, axis_name) -> jax.Ar
     bits = to_bits(take_along_bits(x, jnp.clip(local, 0, d - 1), -1))
     bits = lax.psum(jnp.where(mine, bits, jnp.zeros_like(bits)), axis_name)
     return from_bits(bits, x.dtype, x.weak_type)
+
+
+def _split_in_type(x: jax.Array) -> bool:
+    """Whether x's type splits its last axis over explicit mesh axes."""
+    sharding = typed_sharding(x)
+    return sharding is not None and full_spec(sharding.spec, x.ndim)[-1] is not None
 
 
 def require_sorted(

@@ -114,6 +114,31 @@ def check_checked_merge(rng: np.random.Generator, g: int) -> str:
     return f"{g} devices: sorted passes, a boundary is named"
 
 
+def check_checked_merge_runs_eager(rng: np.random.Generator) -> str:
+    """Inside check_sorted_inputs(), merge_runs called eagerly on explicit axes (the runs' valid
+    parts read without a gather from the split axis): sorted runs merge, an unsorted one is
+    named."""
+    mesh = jax.make_mesh((G,), ("d",))
+    for batch in ((), (3,)):
+        x = keys(rng, np.int32, (*batch, G * 16), "mixed")
+        x[..., :40] = np.sort(x[..., :40], axis=-1)
+        x[..., 40:] = np.sort(x[..., 40:], axis=-1)
+        spec = P(*[None] * len(batch), "d")
+        put = functools.partial(jax.device_put, device=NamedSharding(mesh, spec))
+        with jmp.check_sorted_inputs():
+            got = jmp.merge_runs(put(x), 40)
+            bad = x.copy()
+            bad[..., 70], bad[..., 71] = x[..., 71] + 1, x[..., 70]  # the second run's pair
+            try:
+                jmp.merge_runs(put(bad), 40)
+            except Exception as err:  # noqa: BLE001 - the message is checked
+                assert "merge_runs: x" in str(err) and "not sorted" in str(err), err
+            else:
+                raise AssertionError("an unsorted run passed the checked mode")
+        assert_same(got, jmp.merge_runs(local0(x), 40), "merge_runs")
+    return "batch () and (3,): sorted runs merge, an unsorted run is named"
+
+
 def main() -> int:
     args = start()
     mesh = jax.make_mesh((G,), ("d",))  # explicit axes
@@ -136,6 +161,8 @@ def main() -> int:
                  lambda g=g, how=how: check_checked_sort(rng, g, how), quick=g == 8)
         case(f"checked mode merge {g} devices", lambda g=g: check_checked_merge(rng, g),
              quick=g == 8)
+    case("checked mode merge_runs eager, explicit axes",
+         lambda: check_checked_merge_runs_eager(rng), quick=True)
     return finish()
 
 
