@@ -34,6 +34,7 @@ from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jax_mergepath._sharded import linear_batching  # noqa: F401 - vmap of linear_call
 from jax_mergepath._sharded.layout import Axes, explicit_axes, typed_sharding
 from jax_mergepath._sharded.local import run_local
 from jax_mergepath._sharded.ops import SELECTIONS, Op, feeds, gather_tangent, layout, plain

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero, linear_call
 
+from jax_mergepath._sharded import linear_batching  # noqa: F401 - vmap of linear_call
 from jax_mergepath._sharded.layout import Axes, float0_zeros
 from jax_mergepath._sharded.sort import sort_local
 

@@ -360,6 +360,8 @@ def main() -> int:
     case("checkify of a user's vmap of shard_map with batch rows",
          lambda: check_checkify_user_vmap(rng), quick=core)
     case("shard_map with zero batch rows", lambda: check_zero_rows(rng), quick=core)
+    case("vmap of grad: explicit and auto axes, unsharded",
+         lambda: check_vmap_grad(rng), quick=core)
 
     return finish()
 
@@ -459,6 +461,34 @@ def check_checkify_user_vmap(rng: np.random.Generator) -> str:
         assert err.get() is None, err.get()
         assert_same(got, jnp.sort(local0(x), axis=-1), "sort")
     return "vmap outside and inside the shard_map, rows (2, 2)"
+
+
+def check_vmap_grad(rng: np.random.Generator) -> str:
+    """jax.vmap of jax.grad through a sort and a merge (per-example gradients; their derivatives'
+    linear_call batched): on explicit and auto axes under jit, and on unsharded arrays under jit
+    on this host of several devices (the auto-axis way), equal to jnp's."""
+    x = rng.standard_normal((3, G * 16)).astype(np.float32)
+    w = rng.standard_normal(G * 16).astype(np.float32)
+
+    def loss(sort, merge):
+        def f(v):
+            return jnp.sum(sort(v) * w) + jnp.sum(merge(sort(v), sort(-v))[::2] * w)
+        return f
+
+    want = jax.vmap(jax.grad(loss(jnp.sort, lambda a, b: jnp.sort(jnp.concatenate([a, b])))))(
+        local0(x))
+    auto = jax.make_mesh((G,), ("c",), axis_types=(jax.sharding.AxisType.Auto,))
+    got = {
+        "explicit": jax.jit(jax.vmap(jax.grad(loss(jmp.sort, jmp.merge))))(
+            *put(jax.make_mesh((G,), ("d",)), P(None, "d"), x)),
+        "auto": jax.jit(jax.vmap(jax.grad(loss(jmp.sort, jmp.merge))))(
+            *put(auto, P(None, "c"), x)),
+        "unsharded": jax.jit(jax.vmap(jax.grad(loss(jmp.sort, jmp.merge))))(x),
+    }
+    for how, g in got.items():
+        np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-5,
+                                   err_msg=how)
+    return "explicit, auto, unsharded"
 
 
 def check_zero_rows(rng: np.random.Generator) -> str:

@@ -1,0 +1,37 @@
+"""A vmap rule for jax's `linear_call`, which the sharded calls' derivatives use (derivatives.py,
+auto.py: the tangents' move with its own transpose) and which jax (0.10-0.12) cannot batch, so
+that `jax.vmap(jax.grad(...))` of a sharded call (or of any jitted call on a host of several
+devices, which runs the auto-axis way) raised "Batching rule for 'linear_call' not implemented".
+
+Contract: a batched linear_call is a linear_call of the batched callee, every operand mapped
+along axis 0 (unmapped ones broadcast), whose transpose is the batched transpose (its constants
+unmapped, the residuals and cotangents mapped); every output is mapped along axis 0. Registered
+once at import, only where jax has no rule of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jax._src.custom_derivatives import linear_call_p
+from jax._src.interpreters import batching
+
+
+def _batched_linear_call(axis_data, args, dims, *, callee, transpose_thunk, num_callee_consts,
+                         num_res):
+    args = [batching.bdim_at_front(x, d, axis_data.size) for x, d in zip(args, dims, strict=True)]
+    batched_callee, _ = batching.batch_jaxpr(callee, axis_data, [True] * len(args), True)
+
+    @functools.cache
+    def batched_transpose():
+        transpose, t_consts = transpose_thunk()
+        mapped = [False] * len(t_consts) + [True] * (len(transpose.in_avals) - len(t_consts))
+        return batching.batch_jaxpr(transpose, axis_data, mapped, True)[0], t_consts
+
+    out = linear_call_p.bind(*args, callee=batched_callee, transpose_thunk=batched_transpose,
+                             num_callee_consts=num_callee_consts, num_res=num_res)
+    return out, [0] * len(out)
+
+
+if linear_call_p not in batching.fancy_primitive_batchers:
+    batching.fancy_primitive_batchers[linear_call_p] = _batched_linear_call
