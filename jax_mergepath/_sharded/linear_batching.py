@@ -6,15 +6,18 @@ devices, which runs the auto-axis way) raised "Batching rule for 'linear_call' n
 Contract: a batched linear_call is a linear_call of the batched callee, every operand mapped
 along axis 0 (unmapped ones broadcast), whose transpose is the batched transpose (its constants
 unmapped, the residuals and cotangents mapped); every output is mapped along axis 0. Registered
-once at import, only where jax has no rule of its own.
+once at import, only where jax has no rule of its own and has the internals it uses.
 """
 
 from __future__ import annotations
 
 import functools
 
-from jax._src.custom_derivatives import linear_call_p
-from jax._src.interpreters import batching
+try:  # (jax internals: a jax without them keeps its own behaviour, the package still imports)
+    from jax._src.custom_derivatives import linear_call_p
+    from jax._src.interpreters import batching
+except ImportError:  # pragma: no cover - a jax that moved them
+    linear_call_p = batching = None
 
 
 def _batched_linear_call(axis_data, args, dims, *, callee, transpose_thunk, num_callee_consts,
@@ -33,5 +36,6 @@ def _batched_linear_call(axis_data, args, dims, *, callee, transpose_thunk, num_
     return out, [0] * len(out)
 
 
-if linear_call_p not in batching.fancy_primitive_batchers:
-    batching.fancy_primitive_batchers[linear_call_p] = _batched_linear_call
+_rules = getattr(batching, "fancy_primitive_batchers", None)
+if _rules is not None and hasattr(batching, "bdim_at_front") and linear_call_p not in _rules:
+    _rules[linear_call_p] = _batched_linear_call
